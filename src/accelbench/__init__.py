@@ -1,0 +1,26 @@
+"""accelbench: what compute devices do I have, how much faster is the accelerator, and why.
+
+`import accelbench` stays light: no framework (torch, jax, cupy, pyopencl, pynvml,
+matplotlib) is imported here. Heavier parts load on first use through __getattr__.
+"""
+from __future__ import annotations
+
+from accelbench._version import __version__
+
+_LAZY = {
+    # name -> (module, attribute); loaded only when a user touches it
+    "inventory": ("accelbench.devices.inventory", "collect_inventory"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module_name, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module_name), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'accelbench' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from accelbench.cli.main import entry_point
+
+entry_point()

@@ -1,0 +1,147 @@
+"""The contract every backend fulfils, and the shared array-namespace implementation of the ops.
+
+A backend puts data on a device, runs a small set of ops there, synchronises, and says where an
+array really lives. The timing harness only ever calls `synchronize(device)`. Backends import
+their framework inside their own module, loaded only when asked for.
+
+Device ids are accelbench's ("cpu", "cuda:0", "mps", "opencl:0:0"), the same as `accelbench info`.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+
+class Backend:
+    """Base class; subclasses set `name` and override what their framework does differently."""
+
+    name: str = ""
+    #: True where kernels run asynchronously to the host (so timing without sync would be wrong)
+    asynchronous: bool = False
+
+    # -- discovery -------------------------------------------------------------------------
+    def availability(self) -> Availability:
+        raise NotImplementedError
+
+    def device_ids(self) -> list[str]:
+        """accelbench ids of the devices this backend reaches (empty when unavailable)."""
+        raise NotImplementedError
+
+    def dtypes(self, device: str) -> tuple[str, ...]:
+        """The dtypes (from DTYPES) this backend computes in on `device`."""
+        return ("float64", "float32")
+
+    def versions(self) -> dict[str, str]:
+        """Framework versions worth recording with every result."""
+        return {}
+
+    # -- data movement ---------------------------------------------------------------------
+    def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
+        raise NotImplementedError
+
+    def to_host(self, array: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def host_buffer(self, shape: tuple[int, ...], dtype: str, pinned: bool = False) -> Any:
+        """A host array to copy into and out of; pinned (page-locked) where the backend allows."""
+        if pinned:
+            raise NotImplementedError(f"{self.name} has no pinned host memory")
+        return np.empty(shape, dtype=dtype)
+
+    def supports_pinned(self, device: str) -> bool:
+        return False
+
+    def location(self, array: Any) -> str:
+        """The accelbench id of the device `array` lives on."""
+        raise NotImplementedError
+
+    def synchronize(self, device: str) -> None:
+        """Block until all work queued on `device` has finished."""
+
+    # -- arrays on the device --------------------------------------------------------------
+    def namespace(self, device: str) -> Any:
+        """The array namespace (numpy, torch, jax.numpy, cupy), or None for kernel-only backends."""
+        return None
+
+    def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
+        """Uniform [-1, 1) random numbers made on the device (never zeros, never copied from host)."""
+        raise NotImplementedError
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        raise NotImplementedError
+
+    # -- ops the core workloads time (out= where the framework allows) -------------------------
+    def matmul(self, a: Any, b: Any, out: Any = None) -> Any:
+        raise NotImplementedError
+
+    def copy(self, a: Any, out: Any) -> Any:
+        raise NotImplementedError
+
+    def scale(self, a: Any, scalar: float, out: Any) -> Any:
+        raise NotImplementedError
+
+    def add(self, a: Any, b: Any, out: Any) -> Any:
+        raise NotImplementedError
+
+    def triad(self, a: Any, b: Any, scalar: float, out: Any) -> Any:
+        """out = a + scalar * b (STREAM triad)."""
+        raise NotImplementedError
+
+    def total(self, a: Any) -> Any:
+        """Sum of all elements, left on the device."""
+        raise NotImplementedError
+
+    def elementwise(self, a: Any, out: Any) -> Any:
+        """out = a * a + a: two flops per element read once and written once, memory-bound."""
+        raise NotImplementedError
+
+    # -- CPU threads -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def threads(self, count: int | None) -> Iterator[int | None]:
+        """Run the block with `count` CPU threads (None: leave as is); yields the count in force."""
+        yield count
+
+
+class ArrayNamespaceOps(Backend):
+    """The ops written once against an array namespace (numpy, torch, cupy); subclasses give `xp`."""
+
+    def _xp(self, array: Any) -> Any:
+        raise NotImplementedError
+
+    def matmul(self, a, b, out=None):
+        xp = self._xp(a)
+        return xp.matmul(a, b, out=out) if out is not None else xp.matmul(a, b)
+
+    def copy(self, a, out):
+        out[...] = a
+        return out
+
+    def scale(self, a, scalar, out):
+        return self._xp(a).multiply(a, scalar, out=out)
+
+    def add(self, a, b, out):
+        return self._xp(a).add(a, b, out=out)
+
+    def triad(self, a, b, scalar, out):
+        xp = self._xp(a)
+        xp.multiply(b, scalar, out=out)
+        return xp.add(out, a, out=out)
+
+    def total(self, a):
+        return self._xp(a).sum(a)
+
+    def elementwise(self, a, out):
+        xp = self._xp(a)
+        xp.multiply(a, a, out=out)
+        return xp.add(out, a, out=out)

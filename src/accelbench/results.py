@@ -1,0 +1,150 @@
+"""What was measured and what came out: the types every layer after timing passes around.
+
+Statistics are derived from the raw samples (accelbench.timing.stats), never stored twice.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+PHASES = ("to_device", "compute", "to_host", "end_to_end")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What was measured: hashable, the key for grouping and comparing results."""
+
+    workload: str
+    backend: str
+    device: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def make(cls, workload: str, backend: str, device: str, **params: Any) -> "Spec":
+        return cls(workload, backend, device, tuple(sorted(params.items())))
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    @property
+    def key(self) -> str:
+        """A stable text key: the same spec measured in two runs has the same key."""
+        return json.dumps([self.workload, self.backend, self.device, [list(p) for p in self.params]],
+                          separators=(",", ":"), default=str)
+
+    def label(self) -> str:
+        params = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.workload} [{self.backend}@{self.device}] {params}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "backend": self.backend, "device": self.device,
+                "params": {k: v for k, v in self.params}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Spec":
+        return cls.make(data["workload"], data["backend"], data["device"], **dict(data.get("params", {})))
+
+
+@dataclass(frozen=True)
+class Work:
+    """Work per timed call, so rates are derived: FLOP/s = flops / seconds."""
+
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+
+    @property
+    def intensity_flop_per_byte(self) -> float | None:
+        return self.flops / self.bytes_moved if self.bytes_moved else None
+
+    def to_dict(self) -> dict[str, float]:
+        return {"flops": self.flops, "bytes_moved": self.bytes_moved}
+
+
+@dataclass(frozen=True)
+class Check:
+    """The output compared with a float64 reference on the same fresh random inputs."""
+
+    passed: bool
+    max_rel_error: float
+    tolerance: float
+    detail: str = ""
+    device_seen: str | None = None  # where the output actually lived
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "max_rel_error": self.max_rel_error, "tolerance": self.tolerance,
+                "detail": self.detail, "device_seen": self.device_seen}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One spec measured: raw samples per phase, the first call kept apart, the check, warnings.
+
+    `phases_s` maps a phase name (PHASES) to its raw samples in seconds per call; "compute" is
+    always present. `first_call_s` includes compilation, autotuning and lazy initialisation.
+    """
+
+    spec: Spec
+    phases_s: dict[str, tuple[float, ...]]
+    first_call_s: float
+    work: Work
+    check: Check
+    warnings: tuple[str, ...] = ()
+    calls_per_sample: int = 1
+    target_met: bool = True
+    threads: int | None = None
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # workload-specific metrics, with units in names
+
+    @property
+    def samples_s(self) -> tuple[float, ...]:
+        return self.phases_s["compute"]
+
+    @property
+    def valid(self) -> bool:
+        """Only a passed check lets a time count towards a speed-up or a ceiling."""
+        return self.check.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.to_dict(),
+            "phases_s": {k: list(v) for k, v in self.phases_s.items()},
+            "first_call_s": self.first_call_s,
+            "work": self.work.to_dict(),
+            "check": self.check.to_dict(),
+            "warnings": list(self.warnings),
+            "calls_per_sample": self.calls_per_sample,
+            "target_met": self.target_met,
+            "threads": self.threads,
+            "telemetry": dict(self.telemetry),
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
+        check = data["check"]
+        return cls(
+            spec=Spec.from_dict(data["spec"]),
+            phases_s={k: tuple(float(x) for x in v) for k, v in data["phases_s"].items()},
+            first_call_s=float(data["first_call_s"]),
+            work=Work(float(data["work"]["flops"]), float(data["work"]["bytes_moved"])),
+            check=Check(bool(check["passed"]), float(check["max_rel_error"]), float(check["tolerance"]),
+                        str(check.get("detail", "")), check.get("device_seen")),
+            warnings=tuple(str(w) for w in data.get("warnings", ())),
+            calls_per_sample=int(data.get("calls_per_sample", 1)),
+            target_met=bool(data.get("target_met", True)),
+            threads=data.get("threads"),
+            telemetry=dict(data.get("telemetry", {})),
+            extra=dict(data.get("extra", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A combination that did not run, and why (the backend or device cannot, or it failed)."""
+
+    spec: Spec
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec.to_dict(), "reason": self.reason}
