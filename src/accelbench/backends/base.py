@@ -81,6 +81,14 @@ class Backend:
     def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         raise NotImplementedError
 
+    def astype(self, array: Any, dtype: str) -> Any:
+        """A copy of `array` in `dtype` (one of DTYPES), on the same device."""
+        raise NotImplementedError
+
+    def shares_host_memory(self, device: str) -> bool:
+        """True where the device computes on host memory (no copy in or out is needed)."""
+        return device == "cpu"
+
     # -- ops the core workloads time (out= where the framework allows) -------------------------
     def matmul(self, a: Any, b: Any, out: Any = None) -> Any:
         raise NotImplementedError

@@ -30,7 +30,7 @@ def classify(exc: BaseException) -> tuple[str, str]:
     """(status, message) for an exception a probe raised."""
     if isinstance(exc, ProbeFailure):
         return exc.status, exc.message
-    if isinstance(exc, ModuleNotFoundError):
+    if isinstance(exc, ModuleNotFoundError) and not (exc.name or "").startswith("accelbench"):
         return NOT_INSTALLED, f"{exc.name or 'a required module'} is not installed"
     if isinstance(exc, PermissionError):
         return NO_PERMISSION, str(exc)

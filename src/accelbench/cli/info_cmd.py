@@ -1,0 +1,35 @@
+"""`accelbench info`: a deviceQuery for every device on the machine."""
+from __future__ import annotations
+
+import json
+import sys
+
+from accelbench.devices.inventory import DEFAULT_PROBES, PROBES
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the inventory as JSON (schema: docs/info-schema.md)")
+    parser.add_argument("--probe", metavar="NAMES",
+                        help=f"comma-separated probes to run, or 'all' (known: {', '.join(PROBES)}; "
+                             f"default: {','.join(DEFAULT_PROBES)})")
+    parser.add_argument("--all", action="store_true", help="run every probe, the framework ones too (slower)")
+    parser.add_argument("--db", metavar="PATH", help="results database to read measured peaks from")
+    parser.add_argument("--schema", action="store_true", help="print the JSON schema of --json output and exit")
+
+
+def run(args) -> int:
+    from accelbench.devices.inventory import collect_inventory, parse_probe_names
+
+    if args.schema:
+        from accelbench.schemas import load_schema
+        print(json.dumps(load_schema("info"), indent=2))
+        return 0
+    probes = parse_probe_names("all" if args.all else args.probe)
+    inventory = collect_inventory(probes, db_path=args.db)
+    if args.json:
+        json.dump(inventory.to_dict(include_debug=args.debug), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    from accelbench.cli.info_render import render_inventory
+    render_inventory(inventory, debug=args.debug)
+    return 0

@@ -1,0 +1,125 @@
+"""Render the inventory for a person: grouped by device, aligned, every number with its unit."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from accelbench.devices.inventory import Inventory
+from accelbench.devices.model import OK, PEAK_METRICS, PROVENANCES, Device
+from accelbench.units import format_bytes, format_property, format_si, label
+
+# CPU properties shown in their own rows, or not at all (the rest are listed generically)
+_CPU_GROUPED = {
+    "model", "vendor", "sockets", "physical_cores", "logical_cores", "usable_cpus", "features",
+    "nominal_clock_mhz", "nominal_clock_source", "max_clock_mhz", "current_clock_mhz",
+    "running_clock_mhz", "running_clock_method", "memory_total_bytes", "memory_available_bytes",
+    "numa_nodes", "blas_libraries", "thread_environment",
+}
+
+
+def render_inventory(inventory: Inventory, console: Console | None = None, debug: bool = False) -> None:
+    console = console or Console(highlight=False)
+    host = inventory.host
+    console.print(f"[bold]Host[/] {escape(host['hostname'])} · {host['os']} {host['os_release']} · "
+                  f"{host['machine']} · Python {host['python']} · accelbench {host['accelbench']}")
+    for device in inventory.devices:
+        console.print()
+        console.print(_device_table(device))
+    console.print()
+    console.print(_probe_table(inventory, debug))
+    if inventory.environment:
+        console.print("[bold]Device environment[/] " + escape(format_property("env", inventory.environment)))
+    if debug:
+        for report in inventory.probes:
+            if report.debug:
+                console.print(f"[bold red]{report.probe}[/] raised:\n{escape(report.debug)}")
+
+
+def _device_table(device: Device) -> Table:
+    title = f"[bold]{escape(device.id)}[/]  {escape(device.name)}  [dim]({escape(device.vendor)} {device.kind}, via {escape(device.source)})[/]"
+    table = Table.grid(padding=(0, 2))
+    table.title, table.title_justify = title, "left"
+    table.add_column(style="cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    rows = _cpu_rows(device) if device.kind == "cpu" and device.id == "cpu" else _generic_rows(device)
+    for name, value in rows:
+        table.add_row(name, value)
+    if device.reach:
+        table.add_row("Reached by", " · ".join(f"{b} → {escape(i)}" for b, i in device.reach.items()))
+    for index, line in enumerate(_peak_lines(device)):
+        table.add_row("Peaks" if index == 0 else "", line)
+    for warning in device.warnings:
+        table.add_row("[yellow]Warning[/]", f"[yellow]{escape(warning)}[/]")
+    return table
+
+
+def _cpu_rows(device: Device) -> list[tuple[str, str]]:
+    p = device.properties
+    rows = [("Topology", f"{p.get('sockets', '?')} socket(s) · {p.get('physical_cores', '?')} physical cores · "
+                         f"{p.get('logical_cores', '?')} logical" +
+             (f" · {p['usable_cpus']} usable by this process" if p.get("usable_cpus") else ""))]
+    rows.append(("ISA", " ".join(p.get("features") or []) or "none detected"))
+    caches = [f"{n.capitalize()} {format_bytes(p[f'{n}_cache_bytes'])} ×{p.get(f'{n}_cache_instances', 1)}"
+              for n in ("l1d", "l1i", "l2", "l3") if p.get(f"{n}_cache_bytes")]
+    rows.append(("Caches", " · ".join(caches) or "unknown"))
+    rows.append(("Clock", _clock_text(p)))
+    rows.append(("Memory", f"{format_bytes(p.get('memory_total_bytes'))} total · "
+                           f"{format_bytes(p.get('memory_available_bytes'))} available · "
+                           f"{p.get('numa_nodes') or '?'} NUMA node(s)"))
+    for lib in p.get("blas_libraries") or []:
+        rows.append((f"{lib.get('api', 'blas').upper() if lib.get('api') == 'blas' else lib.get('api', '').capitalize()}",
+                     escape(f"{lib.get('library')} {lib.get('version') or ''} · {lib.get('threads')} threads"
+                            f" · core type {lib.get('core_type') or '—'} · {lib.get('threading_layer') or ''}")))
+    env = p.get("thread_environment") or {}
+    rows.append(("Thread env", escape(format_property("env", env)) if env else "none of OMP/MKL/OPENBLAS_* set"))
+    rows += [(label(k), escape(format_property(k, v))) for k, v in p.items()
+             if k not in _CPU_GROUPED and "_cache_" not in k]
+    return rows
+
+
+def _clock_text(p: dict) -> str:
+    parts = []
+    if p.get("nominal_clock_mhz"):
+        parts.append(f"nominal {format_property('x_mhz', p['nominal_clock_mhz'])}"
+                     + (f" ({p['nominal_clock_source']})" if p.get("nominal_clock_source") else ""))
+    if p.get("max_clock_mhz"):
+        parts.append(f"max {format_property('x_mhz', p['max_clock_mhz'])}")
+    if p.get("running_clock_mhz"):
+        parts.append(f"running ≈ {format_property('x_mhz', p['running_clock_mhz'])} ({p.get('running_clock_method')})")
+    elif p.get("running_clock_method"):
+        parts.append(f"running clock {p['running_clock_method']}")
+    return " · ".join(parts) or "unknown"
+
+
+def _generic_rows(device: Device) -> list[tuple[str, str]]:
+    rows = []
+    if device.memory_bytes:
+        rows.append(("Memory", format_bytes(device.memory_bytes)))
+    for name, value in device.properties.items():
+        if value is None or name == "memory_bytes":
+            continue
+        rows.append((label(name), escape(format_property(name, value))))
+    return rows
+
+
+def _peak_lines(device: Device) -> list[str]:
+    lines = []
+    order = {metric: i for i, metric in enumerate(PEAK_METRICS)}
+    for figure in sorted(device.peaks, key=lambda f: (order.get(f.metric, 99), PROVENANCES.index(f.provenance))):
+        lines.append(f"{figure.metric:<16} {format_si(figure.value, figure.unit):>14}  "
+                     f"[dim]{figure.provenance}:[/] {escape(figure.detail)}")
+    return lines
+
+
+def _probe_table(inventory: Inventory, debug: bool) -> Table:
+    table = Table(title="[bold]Probes[/]", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("probe")
+    table.add_column("status")
+    table.add_column("time", justify="right")
+    table.add_column("detail", overflow="fold")
+    for report in inventory.probes:
+        style = "green" if report.status == OK else "yellow"
+        table.add_row(report.probe, f"[{style}]{report.status}[/]", f"{report.elapsed_s * 1000:.0f} ms",
+                      escape(report.message) + ("" if debug or not report.debug else "  [dim](--debug shows why)[/]"))
+    return table

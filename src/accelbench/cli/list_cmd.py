@@ -1,0 +1,62 @@
+"""`accelbench list`: the workloads, the backends (available or why not) and the devices they reach."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the lists as JSON")
+
+
+def collect() -> dict:
+    from accelbench.backends.registry import backend_names, get_backend
+    from accelbench.workloads.registry import QUICK_SUITE, WORKLOADS, get_workload
+
+    workloads = []
+    for name in WORKLOADS:
+        workload = get_workload(name)
+        workloads.append({"name": name, "description": workload.description, "dtypes": list(workload.dtypes),
+                          "size_param": workload.size_param, "in_quick_suite": name in QUICK_SUITE})
+    backends = []
+    for name in backend_names():
+        try:
+            backend = get_backend(name)
+            availability = backend.availability()
+            devices = backend.device_ids() if availability.ok else []
+            dtypes = {d: list(backend.dtypes(d)) for d in devices}
+            backends.append({"name": name, "available": availability.ok, "reason": availability.reason,
+                             "devices": devices, "dtypes": dtypes})
+        except Exception as exc:  # noqa: BLE001 - a broken backend is listed with its error
+            backends.append({"name": name, "available": False, "reason": f"error: {exc}", "devices": [], "dtypes": {}})
+    return {"workloads": workloads, "backends": backends}
+
+
+def run(args) -> int:
+    listing = collect()
+    if args.json:
+        json.dump(listing, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    table = Table(title="[bold]Workloads[/]", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("workload", "what it measures", "dtypes", "--sizes sets", "quick suite"):
+        table.add_column(column)
+    for w in listing["workloads"]:
+        table.add_row(w["name"], escape(w["description"]), ", ".join(w["dtypes"]), w["size_param"],
+                      "yes" if w["in_quick_suite"] else "")
+    console.print(table)
+    console.print()
+    table = Table(title="[bold]Backends[/]", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("backend", "status", "devices (dtypes)"):
+        table.add_column(column, overflow="fold")
+    for b in listing["backends"]:
+        status = "[green]available[/]" if b["available"] else f"[yellow]unavailable[/]: {escape(b['reason'])}"
+        devices = "; ".join(f"{d} ({', '.join(b['dtypes'].get(d, []))})" for d in b["devices"]) or "—"
+        table.add_row(b["name"], status, escape(devices))
+    console.print(table)
+    return 0

@@ -1,0 +1,57 @@
+"""`accelbench` command line: one module per command, loaded only when that command runs."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from accelbench._version import __version__
+from accelbench.errors import UsageError
+
+# command -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("accelbench.cli.info_cmd", "list every compute device and what it should reach"),
+    "list": ("accelbench.cli.list_cmd", "show workloads, backends and the devices they reach"),
+    "run": ("accelbench.cli.run_cmd", "measure workloads on every available device, verified, stored"),
+}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse exits 2 on bad options; this keeps its message naming the option."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"accelbench: error: {message}\n")
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="accelbench", description=(
+        "What compute devices do I have, how much faster is the accelerator than the CPU, and why?"))
+    parser.add_argument("--version", action="version", version=f"accelbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--debug", action="store_true", help="show raw exceptions and tracebacks")
+        importlib.import_module(module_name).add_arguments(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except UsageError as exc:
+        print(f"accelbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"accelbench {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry_point() -> None:
+    sys.exit(main())

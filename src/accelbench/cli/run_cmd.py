@@ -1,0 +1,142 @@
+"""`accelbench run`: measure workloads on every available device (or the ones asked for)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from accelbench.backends.base import DTYPES
+
+RIGOR_NAMES = ("quick", "standard", "rigorous")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help="workloads to run (default: the quick suite; `accelbench list` shows them)")
+    parser.add_argument("--sizes", help="comma-separated sizes (matmul: orders; stream: elements; transfer: bytes, e.g. 1M,64M)")
+    parser.add_argument("--dtype", help=f"comma-separated dtypes ({', '.join(DTYPES)})")
+    parser.add_argument("--device", help="comma-separated device ids, as `accelbench info` shows them (cpu, cuda:0, opencl:0:0)")
+    parser.add_argument("--backend", help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
+    parser.add_argument("--rigor", choices=RIGOR_NAMES,
+                        help="quick (±5%%, short budget), standard (±2%%), rigorous (±1%%); "
+                             "default: quick for the quick suite, standard when workloads are named")
+    parser.add_argument("--quick", action="store_true", help="use the workloads' small quick grids")
+    parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for the random inputs (recorded with the run)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    from accelbench.runner.plan import parse_list, parse_sizes
+    from accelbench.runner.session import DEFAULT_SEED, load_backends, run_plan
+    from accelbench.runner.plan import build_plan
+    from accelbench.runner.session import _host_memory_bytes
+    from accelbench.store.db import Store
+
+    suite = not args.workloads
+    rigor = args.rigor or ("quick" if suite else "standard")
+    backend_names = _backend_names(args.backend)
+    backends = load_backends(backend_names)
+    plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
+                      dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
+                      devices=_split(args.device), backends=backends, quick=suite or args.quick,
+                      host_memory_bytes=_host_memory_bytes())
+    if not plan.items:
+        print("accelbench run: nothing to run: no available backend reaches the devices asked for "
+              "(`accelbench list` shows what is available)", file=sys.stderr)
+        return 2
+    Store(args.db).close()  # an unwritable or corrupt database fails here, before any work
+    selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
+                 "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
+    with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
+        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=args.seed or DEFAULT_SEED,
+                           selection=selection, on_start=on_start, on_done=on_done, debug=args.debug)
+    if args.json:
+        json.dump(results.to_dict(), sys.stdout, indent=2, default=_jsonable)
+        sys.stdout.write("\n")
+    else:
+        _print_summary(results)
+    if results.interrupted:
+        print(f"accelbench run: interrupted: {len(results.measurements)} results and {len(results.skips)} "
+              f"skips saved in run {results.run_id} ({results.db_path})", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _backend_names(text: str | None) -> list[str] | None:
+    from accelbench.backends.registry import backend_names
+    from accelbench.runner.plan import parse_list
+
+    return parse_list(text, backend_names(), "--backend")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _jsonable(value):
+    if value == float("inf") or value == float("-inf"):
+        return None
+    return str(value)
+
+
+def _print_summary(results) -> None:
+    from rich.console import Console
+
+    from accelbench.runner.summary import render_summary
+
+    # a log file gets wide lines rather than a table folded into 80 columns
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+    render_summary(results.rows, results.skips, console)
+    console.print()
+    console.print(f"Run [bold]{results.run_id}[/]: {len(results.measurements)} results, "
+                  f"{len(results.skips)} skipped, saved in {results.db_path}")
+
+
+class _progress:
+    """A progress bar over the whole plan on stderr: what runs now, how many are done, the ETA."""
+
+    def __init__(self, total: int, disabled: bool):
+        self.total, self.disabled, self.done = total, disabled, 0
+        self.bar = None
+
+    def __enter__(self):
+        if self.disabled:
+            return None, None
+        if not sys.stderr.isatty():  # a log file or a cluster job: one line per finished spec
+            return None, self._plain_done
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                            console=Console(file=sys.stderr), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("planning", total=self.total)
+        return self._start, self._done
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.stop()
+        return False
+
+    def _start(self, item):
+        from accelbench.runner.summary import params_text, where
+
+        self.bar.update(self.task, description=f"{item.spec.workload} {where(item.spec)} {params_text(item.spec)}")
+
+    def _done(self, item, result):
+        self.bar.advance(self.task)
+
+    def _plain_done(self, item, result):
+        from accelbench.runner.summary import params_text, where
+        from accelbench.timing.stats import median
+        from accelbench.units import format_seconds
+
+        self.done += 1
+        if hasattr(result, "samples_s"):
+            outcome = f"{format_seconds(median(result.samples_s))}" + ("" if result.valid else " CHECK FAILED")
+        else:
+            outcome = f"skipped: {result.reason.splitlines()[0]}"
+        print(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} {params_text(item.spec)}: {outcome}",
+              file=sys.stderr, flush=True)

@@ -1,0 +1,182 @@
+"""The device inventory: run the probes, merge what they say about each device, add measured ceilings.
+
+Light probes (cpu, nvidia, amd, apple, opencl) run by default and keep `accelbench info` under a
+second; framework probes (torch, jax) import their framework and run only when asked for.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import socket
+import sys
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+from accelbench._version import __version__
+from accelbench.devices.model import Device, PeakFigure, ProbeReport
+from accelbench.devices.probing import run_probe
+from accelbench.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+# probe name -> (module, what it reads)
+PROBES: dict[str, tuple[str, str]] = {
+    "cpu": ("accelbench.devices.cpu", "/proc, /sys, threadpoolctl"),
+    "nvidia": ("accelbench.devices.nvidia", "NVML (nvidia-ml-py)"),
+    "amd": ("accelbench.devices.amd", "amdsmi, or /sys/class/drm"),
+    "apple": ("accelbench.devices.apple", "sysctl on macOS"),
+    "opencl": ("accelbench.devices.opencl", "PyOpenCL"),
+    "torch": ("accelbench.devices.torch_probe", "PyTorch (imports torch: slower)"),
+    "jax": ("accelbench.devices.jax_probe", "JAX (imports jax: slower)"),
+}
+DEFAULT_PROBES = ("cpu", "nvidia", "amd", "apple", "opencl")
+
+# environment variables that decide which devices a framework sees, or how it runs
+DEVICE_ENV_VARS = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK", "PYOPENCL_CTX", "POCL_DEVICES", "OCL_ICD_VENDORS", "JAX_PLATFORMS",
+    "XLA_FLAGS", "PYTORCH_ENABLE_MPS_FALLBACK", "ACCELBENCH_DEVICE", "ACCELBENCH_DB",
+)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    host: dict[str, Any]
+    probes: tuple[ProbeReport, ...]
+    devices: tuple[Device, ...]
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def device(self, device_id: str) -> Device | None:
+        return next((d for d in self.devices if d.id == device_id), None)
+
+    def to_dict(self, include_debug: bool = False) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "host": dict(self.host),
+            "environment": dict(self.environment),
+            "probes": [p.to_dict(include_debug) for p in self.probes],
+            "devices": [d.to_dict() for d in self.devices],
+        }
+
+
+def parse_probe_names(text: str | None) -> tuple[str, ...]:
+    """'cpu,torch' -> ('cpu', 'torch'); 'all' -> every probe; None -> the light defaults."""
+    if not text:
+        return DEFAULT_PROBES
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if names == ("all",):
+        return tuple(PROBES)
+    unknown = [n for n in names if n not in PROBES]
+    if unknown:
+        raise UsageError(f"unknown probe {', '.join(map(repr, unknown))}; accepted: {', '.join(PROBES)}, all")
+    return names
+
+
+def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES, measured: bool = True,
+                      db_path: str | None = None) -> Inventory:
+    reports = [run_probe(name, _loader(name)) for name in probes]
+    devices = merge_devices(d for report in reports for d in report.devices)
+    if measured:
+        devices = [add_measured_peaks(d, db_path) for d in devices]
+    return Inventory(host=host_info(), probes=tuple(reports), devices=tuple(devices),
+                     environment={k: os.environ[k] for k in DEVICE_ENV_VARS if k in os.environ})
+
+
+def _loader(name: str) -> Callable[[], list[Device]]:
+    def load_and_probe() -> list[Device]:
+        module = importlib.import_module(PROBES[name][0])
+        return module.probe()
+    return load_and_probe
+
+
+def merge_devices(devices: Iterable[Device]) -> list[Device]:
+    """One Device per id: later probes fill what earlier ones left out, never overwrite it."""
+    merged: dict[str, Device] = {}
+    for device in devices:
+        merged[device.id] = merge_pair(merged[device.id], device) if device.id in merged else device
+    return list(merged.values())
+
+
+def merge_pair(first: Device, second: Device) -> Device:
+    properties = {**second.properties, **{k: v for k, v in first.properties.items() if v is not None}}
+    seen = {(p.metric, p.provenance) for p in first.peaks}
+    peaks = first.peaks + tuple(p for p in second.peaks if (p.metric, p.provenance) not in seen)
+    return replace(
+        first,
+        name=first.name if first.name and "unknown" not in first.name else second.name,
+        vendor=first.vendor if first.vendor and first.vendor != "unknown" else second.vendor,
+        memory_bytes=first.memory_bytes or second.memory_bytes,
+        properties=properties, peaks=peaks,
+        reach={**second.reach, **first.reach},
+        warnings=first.warnings + tuple(w for w in second.warnings if w not in first.warnings),
+        source=first.source if second.source in first.source else f"{first.source}+{second.source}",
+    )
+
+
+DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def add_measured_peaks(device: Device, db_path: str | None = None) -> Device:
+    """Attach the best stored matmul and stream rates of this device on this host as "measured"."""
+    rates = _stored_rates(device, db_path)
+    if not rates:
+        return device
+    figures, warnings = list(device.peaks), list(device.warnings)
+    for metric, measured in rates.items():
+        figures = [f for f in figures if not (f.metric == metric and f.provenance == "measured")] + [measured]
+        formula = device.peak(metric, "formula")
+        if formula and measured.value > 1.1 * formula.value:
+            warnings.append(
+                f"measured {metric} {measured.value / 1e9:.0f} G{measured.unit} exceeds the formula "
+                f"{formula.value / 1e9:.0f} G{formula.unit} by {measured.value / formula.value - 1:.0%}: "
+                "the formula's clock is below the one the chip runs at (turbo)")
+    return replace(device, peaks=tuple(figures), warnings=tuple(warnings))
+
+
+def measured_figures(device: Device, best: dict) -> dict[str, PeakFigure]:
+    """Store.best_rates() output as PeakFigures, matmul rates filed under the matrix unit when
+    the device has one for that precision (Tensor Cores, AMX) and the vector unit otherwise."""
+    figures = {}
+    has_matrix = {p.metric for p in device.peaks if p.metric.endswith("_matrix")}
+    for dtype, rate in (best.get("flops_per_s") or {}).items():
+        metric = DTYPE_METRIC.get(dtype)
+        if metric is None:
+            continue
+        metric = f"{metric}_matrix" if f"{metric}_matrix" in has_matrix else metric
+        figures[metric] = PeakFigure(metric, rate.value, "measured", f"{rate.spec.label()} in run {rate.run_id}",
+                                     {"run_id": rate.run_id, "workload": rate.spec.workload, "dtype": dtype})
+    stream = best.get("bytes_per_s")
+    if stream is not None:
+        figures["memory_bandwidth"] = PeakFigure(
+            "memory_bandwidth", stream.value, "measured", f"{stream.spec.label()} in run {stream.run_id}",
+            {"run_id": stream.run_id, "workload": "stream", "kernel": stream.spec.param("kernel")})
+    return figures
+
+
+def _stored_rates(device: Device | str, db_path: str | None) -> dict[str, PeakFigure]:
+    from accelbench.store.paths import resolve_db_path
+
+    path = resolve_db_path(db_path)
+    if not path.exists():
+        return {}
+    try:
+        from accelbench.store.db import Store
+        with Store(path) as store:
+            best = store.best_rates(device.id, hostname=socket.gethostname())
+    except Exception:  # noqa: BLE001 - a broken store must not break the inventory
+        return {}
+    return measured_figures(device, best)
+
+
+def host_info() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "accelbench": __version__,
+        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,126 @@
+"""Derived figures for each measurement: rate, share of ceilings, speed-ups with confidence intervals.
+
+Only verified results count: a failed check gets no rate, no speed-up and no part in any ceiling.
+The CPU baseline is numpy on all usable cores; the one-thread figure is shown beside it, labelled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.devices.model import Device
+from accelbench.results import Measurement
+from accelbench.timing import stats
+
+DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class Row:
+    measurement: Measurement
+    summary: stats.Summary
+    rate: float | None            # FLOP/s or B/s from the median compute time
+    rate_unit: str                # "FLOP/s" | "B/s"
+    metric: str | None            # the peak metric this rate is compared with
+    of_measured: float | None     # rate / best measured ceiling of this device (0..1)
+    of_datasheet: float | None    # rate / datasheet (or formula) ceiling
+    datasheet_provenance: str | None
+    speedup_all: stats.RatioCI | None       # CPU all cores time / this time (resident)
+    speedup_one: stats.RatioCI | None       # CPU one thread time / this time
+    speedup_end_to_end: stats.RatioCI | None  # CPU all cores / this end-to-end time
+    baseline_role: str | None = None          # "cpu_all_cores" | "cpu_one_thread" for the baselines
+
+    @property
+    def spec(self):
+        return self.measurement.spec
+
+    def to_dict(self) -> dict[str, Any]:
+        def ratio(r):
+            return None if r is None else {"ratio": r.ratio, "ci_low": r.low, "ci_high": r.high, "verdict": r.verdict()}
+        s = self.summary
+        return {
+            **self.measurement.to_dict(),
+            "summary": {"median_s": s.median_s, "iqr_s": s.iqr_s, "min_s": s.min_s, "mean_s": s.mean_s,
+                        "stdev_s": s.stdev_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s, "n": s.n},
+            "rate": self.rate, "rate_unit": self.rate_unit, "peak_metric": self.metric,
+            "fraction_of_measured_peak": self.of_measured, "fraction_of_datasheet_peak": self.of_datasheet,
+            "datasheet_provenance": self.datasheet_provenance,
+            "speedup_vs_cpu_all_cores": ratio(self.speedup_all), "speedup_vs_cpu_one_thread": ratio(self.speedup_one),
+            "speedup_end_to_end_vs_cpu_all_cores": ratio(self.speedup_end_to_end),
+        }
+
+
+def rate_of(m: Measurement, median_s: float) -> tuple[float | None, str]:
+    work = m.work
+    if work.flops and (work.intensity_flop_per_byte or 0) > 1:
+        return (work.flops / median_s if median_s > 0 else None), "FLOP/s"
+    return (work.bytes_moved / median_s if median_s > 0 and work.bytes_moved else None), "B/s"
+
+
+def peak_metric(m: Measurement, unit: str, device: Device | None) -> str | None:
+    if unit == "B/s":
+        return None if m.spec.workload == "transfer" else "memory_bandwidth"
+    metric = DTYPE_METRIC.get(str(m.spec.param("dtype")))
+    if metric and device and any(p.metric == f"{metric}_matrix" for p in device.peaks):
+        return f"{metric}_matrix"
+    return metric
+
+
+def baseline_key(m: Measurement) -> tuple:
+    return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k != "threads"))
+
+
+def analyse(measurements: list[Measurement], devices: dict[str, Device] | None = None) -> list[Row]:
+    devices = devices or {}
+    valid = [m for m in measurements if m.valid]
+    cpu_all, cpu_one = _baselines(valid)
+    prelim = []
+    for m in measurements:
+        summary = stats.summarize(m.samples_s)
+        rate, unit = rate_of(m, summary.median_s) if m.valid else (None, rate_of(m, 1.0)[1])
+        prelim.append((m, summary, rate, unit, peak_metric(m, unit, devices.get(m.spec.device))))
+    best = _best_rates(prelim, devices)
+    rows = []
+    for m, summary, rate, unit, metric in prelim:
+        device = devices.get(m.spec.device)
+        sheet = (device.peak(metric, "table") or device.peak(metric, "formula")) if device and metric else None
+        key = baseline_key(m)
+        rows.append(Row(
+            measurement=m, summary=summary, rate=rate, rate_unit=unit, metric=metric,
+            of_measured=rate / best[(m.spec.device, metric)] if rate and (m.spec.device, metric) in best else None,
+            of_datasheet=rate / sheet.value if rate and sheet else None,
+            datasheet_provenance=sheet.provenance if sheet else None,
+            speedup_all=_speedup(cpu_all.get(key), m, "compute"),
+            speedup_one=_speedup(cpu_one.get(key), m, "compute"),
+            speedup_end_to_end=_speedup(cpu_all.get(key), m, "end_to_end") if "end_to_end" in m.phases_s else None,
+            baseline_role="cpu_all_cores" if cpu_all.get(key) is m else ("cpu_one_thread" if cpu_one.get(key) is m else None),
+        ))
+    return rows
+
+
+def _baselines(valid: list[Measurement]) -> tuple[dict, dict]:
+    cpu = [m for m in valid if m.spec.backend == "numpy" and m.spec.device == "cpu"]
+    most = max((m.threads or 0 for m in cpu), default=0)
+    all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most}
+    one = {baseline_key(m): m for m in cpu if m.threads == 1 and most > 1}
+    return all_cores, one
+
+
+def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], float]:
+    best: dict[tuple[str, str], float] = {}
+    for m, _, rate, _, metric in prelim:
+        if rate and metric:
+            key = (m.spec.device, metric)
+            best[key] = max(best.get(key, 0.0), rate)
+    for key in list(best):
+        device = devices.get(key[0])
+        stored = device.peak(key[1], "measured") if device else None
+        if stored:
+            best[key] = max(best[key], stored.value)
+    return best
+
+
+def _speedup(baseline: Measurement | None, m: Measurement, phase: str) -> stats.RatioCI | None:
+    if baseline is None or not m.valid or baseline is m or phase not in m.phases_s:
+        return None
+    return stats.ratio_of_medians_ci(baseline.samples_s, m.phases_s[phase])

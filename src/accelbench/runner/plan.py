@@ -1,0 +1,127 @@
+"""Turn a selection (workloads, sizes, dtypes, devices, backends) into the list of things to measure.
+
+The CPU is measured twice where threads can be limited: one thread and all threads, so speed-ups
+against "one core" and against "the whole CPU" can both be shown, each labelled.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from accelbench.backends.base import DTYPES
+from accelbench.errors import UsageError
+from accelbench.results import Skip, Spec
+from accelbench.workloads.registry import QUICK_SUITE, WORKLOADS, get_workload
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+MAX_HOST_FRACTION = 0.8  # refuse sizes whose inputs alone would not fit in most of the memory
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    spec: Spec
+    threads: int | None  # CPU threads to run with (None: as the backend has them)
+
+    @property
+    def params(self) -> dict:
+        return {k: v for k, v in self.spec.params if k != "threads"}
+
+
+@dataclass
+class Plan:
+    items: list[PlanItem] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+
+
+def parse_sizes(text: str | None) -> list[int] | None:
+    """'1000,2000' or '1MiB,64M' -> integers; a size <= 0 or unreadable is a usage error."""
+    if not text:
+        return None
+    sizes = []
+    for part in text.split(","):
+        match = _SIZE.match(part)
+        if not match:
+            raise UsageError(f"--sizes: cannot read {part.strip()!r}; accepted: positive integers, "
+                             "optionally with a binary suffix (K, M, G, e.g. 64M or 1GiB)")
+        value = float(match.group(1)) * _FACTORS[(match.group(2) or "")[:1].lower()]
+        if value < 1 or value != int(value):
+            raise UsageError(f"--sizes: {part.strip()!r} is not a positive whole size")
+        sizes.append(int(value))
+    return sizes
+
+
+def parse_list(text: str | None, accepted: tuple[str, ...] | list[str], option: str) -> list[str] | None:
+    if not text:
+        return None
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [v for v in values if v not in accepted]
+    if unknown:
+        raise UsageError(f"{option}: unknown {', '.join(map(repr, unknown))}; accepted: {', '.join(accepted)}")
+    return values
+
+
+def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, dtypes: list[str] | None = None,
+               devices: list[str] | None = None, backends: dict | None = None, quick: bool = True,
+               cpu_threads: int | None = None, host_memory_bytes: int | None = None) -> Plan:
+    """`backends`: name -> Backend instance (available or not) to plan across."""
+    names = workloads or list(QUICK_SUITE)
+    for name in names:
+        if name not in WORKLOADS:
+            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(WORKLOADS)}")
+    if dtypes:
+        parse_list(",".join(dtypes), DTYPES, "--dtype")
+    targets, plan = _targets(backends or {}, devices), Plan()
+    all_threads = cpu_threads or usable_cpus()
+    for name in names:
+        workload = get_workload(name)
+        chosen = [d for d in dtypes if d in workload.dtypes] if dtypes else None
+        if dtypes and not chosen:
+            raise UsageError(f"--dtype: {name} runs in {', '.join(workload.dtypes)}, not {', '.join(dtypes)}")
+        for params in workload.grid(sizes, chosen, quick):
+            _check_size(workload, params, host_memory_bytes)
+            for backend_name, device in targets:
+                for threads in _thread_counts(backend_name, device, all_threads):
+                    extra = {"threads": threads} if threads else {}
+                    spec = Spec.make(name, backend_name, device, **params, **extra)
+                    plan.items.append(PlanItem(spec, threads))
+    return plan
+
+
+def usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]:
+    reachable = [(name, device) for name, backend in backends.items()
+                 if backend.availability().ok for device in backend.device_ids()]
+    if not devices:
+        return reachable
+    known = sorted({d for _, d in reachable})
+    missing = [d for d in devices if d not in known]
+    if missing:
+        raise UsageError(f"--device: {', '.join(map(repr, missing))} not reachable by any available backend; "
+                         f"accepted here: {', '.join(known) or 'none'} (see `accelbench list`)")
+    return [(name, device) for name, device in reachable if device in devices]
+
+
+def _thread_counts(backend: str, device: str, all_threads: int) -> list[int | None]:
+    if device != "cpu":
+        return [None]
+    if backend == "numpy" and all_threads > 1:
+        return [1, all_threads]
+    return [all_threads]
+
+
+def _check_size(workload, params: dict, host_memory_bytes: int | None) -> None:
+    if host_memory_bytes is None:
+        return
+    need = workload.footprint_bytes(params)
+    if need > MAX_HOST_FRACTION * host_memory_bytes:
+        raise UsageError(
+            f"--sizes: {workload.name} with {workload.size_param}={params[workload.size_param]} needs "
+            f"{need / 2**30:.1f} GiB, more than {MAX_HOST_FRACTION:.0%} of this machine's "
+            f"{host_memory_bytes / 2**30:.1f} GiB; choose a smaller {workload.size_unit}")

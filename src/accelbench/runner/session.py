@@ -1,0 +1,169 @@
+"""One benchmark run from start to finish: plan, record the machine, execute, store, summarise.
+
+Used by `accelbench run` and by the Python API (`accelbench.run`).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import socket
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from accelbench._version import __version__
+from accelbench.devices.blas import thread_environment
+from accelbench.devices.model import Device
+from accelbench.results import Measurement, Skip
+from accelbench.runner.analysis import Row, analyse
+from accelbench.runner.execute import execute
+from accelbench.runner.plan import Plan, build_plan
+
+DEFAULT_SEED = 20261202
+
+
+@dataclass
+class RunResults:
+    """What a run produced: its id, verified (and failed) measurements, skips, derived rows."""
+
+    run_id: str
+    db_path: str
+    measurements: list[Measurement]
+    skips: list[Skip]
+    devices: dict[str, Device] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def rows(self) -> list[Row]:
+        return analyse(self.measurements, self.devices)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        records = []
+        for row in self.rows:
+            spec = row.spec
+            records.append({
+                "run_id": self.run_id, "workload": spec.workload, "backend": spec.backend, "device": spec.device,
+                **{k: v for k, v in spec.params}, "median_s": row.summary.median_s,
+                "ci_low_s": row.summary.ci_low_s, "ci_high_s": row.summary.ci_high_s, "iqr_s": row.summary.iqr_s,
+                "samples": row.summary.n, "first_call_s": row.measurement.first_call_s,
+                "rate": row.rate, "rate_unit": row.rate_unit, "check_passed": row.measurement.valid,
+                "max_rel_error": row.measurement.check.max_rel_error,
+                "speedup_vs_cpu_all_cores": row.speedup_all.ratio if row.speedup_all else None,
+                "speedup_vs_cpu_one_thread": row.speedup_one.ratio if row.speedup_one else None,
+                "warnings": "; ".join(row.measurement.warnings),
+            })
+        return records
+
+    def to_pandas(self):
+        import pandas as pd  # only for users who ask for a DataFrame
+
+        return pd.DataFrame.from_records(self.to_records())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "db": self.db_path, "interrupted": self.interrupted,
+                "results": [row.to_dict() for row in self.rows],
+                "skips": [s.to_dict() for s in self.skips]}
+
+
+class BrokenBackend:
+    """Stands in for a backend whose module failed to load: unavailable, with the reason."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self.reason = name, reason
+
+    def availability(self):
+        from accelbench.backends.base import Availability
+        return Availability(False, self.reason)
+
+    def device_ids(self) -> list[str]:
+        return []
+
+
+def load_backends(names: list[str] | None = None) -> dict:
+    from accelbench.backends.registry import BackendLoadError, backend_names, get_backend
+
+    loaded = {}
+    for name in names or backend_names():
+        try:
+            loaded[name] = get_backend(name)
+        except BackendLoadError as exc:
+            loaded[name] = BrokenBackend(name, str(exc))
+    return loaded
+
+
+def machine_record(backends: dict, inventory) -> dict[str, Any]:
+    software = {"accelbench": __version__, "python": sys.version.split()[0]}
+    for backend in backends.values():
+        try:
+            if backend.availability().ok:
+                software.update(backend.versions())
+        except Exception:  # noqa: BLE001 - versions are for the record, never a reason to fail
+            continue
+    return {
+        "hostname": socket.gethostname(), "os": f"{platform.system()} {platform.release()}",
+        "python": sys.version.split()[0], "inventory": inventory.to_dict(), "software": software,
+        "environment": {**thread_environment(), **inventory.environment},
+    }
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """A kill with SIGTERM stops the run as Ctrl-C does: the run is marked interrupted."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: int = DEFAULT_SEED,
+             selection: dict | None = None, tags: dict | None = None, inventory=None,
+             on_start: Callable | None = None, on_done: Callable | None = None, debug: bool = False) -> RunResults:
+    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.db import Store
+
+    inventory = inventory or collect_inventory(db_path=db)
+    with Store(db) as store:
+        run_id = store.start_run(machine_record(backends, inventory),
+                                 {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
+        with _sigterm_as_interrupt():
+            outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
+                              on_done=on_done, debug=debug)
+        store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
+        path = str(store.path)
+    return RunResults(run_id, path, outcome.measurements, outcome.skips,
+                      {d.id: d for d in inventory.devices}, outcome.interrupted)
+
+
+def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = None,
+        dtypes: list[str] | str | None = None, devices: list[str] | str | None = None,
+        backends: list[str] | str | None = None, rigor: str = "quick", quick: bool | None = None,
+        db: str | None = None, seed: int = DEFAULT_SEED, tags: dict | None = None) -> RunResults:
+    """Run workloads across devices from Python; returns RunResults (`.to_pandas()` for a DataFrame).
+
+    >>> results = accelbench.run("matmul", sizes=[500], dtypes="float32", devices="cpu")  # doctest: +SKIP
+    """
+    listify = (lambda v: [v] if isinstance(v, str) else v)
+    loaded = load_backends(listify(backends))
+    host_memory = _host_memory_bytes()
+    plan = build_plan(listify(workloads), sizes=sizes, dtypes=listify(dtypes), devices=listify(devices),
+                      backends=loaded, quick=(rigor == "quick") if quick is None else quick,
+                      host_memory_bytes=host_memory)
+    selection = {"workloads": listify(workloads), "sizes": sizes, "dtypes": listify(dtypes),
+                 "devices": listify(devices), "backends": listify(backends)}
+    return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags)
+
+
+def _host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None

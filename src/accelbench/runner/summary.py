@@ -1,0 +1,108 @@
+"""The end-of-run tables: one per workload, every number with its unit and its spread."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from accelbench.results import Skip
+from accelbench.runner.analysis import Row
+from accelbench.timing import stats
+from accelbench.units import format_bytes, format_seconds, format_si
+
+
+def where(row_or_spec) -> str:
+    spec = getattr(row_or_spec, "spec", row_or_spec)
+    threads = spec.param("threads")
+    suffix = f" ({threads} thread{'s' if threads != 1 else ''})" if threads else ""
+    return f"{spec.backend}@{spec.device}{suffix}"
+
+
+def params_text(spec) -> str:
+    shown = []
+    for key, value in spec.params:
+        if key == "threads":
+            continue
+        if key == "bytes":
+            value = format_bytes(value)
+        shown.append(f"{key}={value}")
+    return " ".join(shown)
+
+
+def speedup_text(ratio: stats.RatioCI | None) -> str:
+    if ratio is None:
+        return "—"
+    verdict = ratio.verdict()
+    word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same"}.get(verdict, "")
+    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{word}"
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:.0%}" if value is not None else "—"
+
+
+def workload_table(workload: str, rows: list[Row]) -> Table:
+    table = Table(title=f"[bold]{workload}[/]", title_justify="left", show_edge=False, pad_edge=False)
+    columns = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
+               ("% of peak: measured / datasheet", "right"), ("× vs CPU all cores", "right")]
+    with_one = any(r.speedup_one for r in rows)
+    with_e2e = any(r.speedup_end_to_end for r in rows)
+    columns += [("× vs 1 core", "right")] * with_one + [("× end-to-end vs all cores", "right")] * with_e2e
+    for header, justify in columns:
+        table.add_column(header, justify=justify, overflow="fold")
+    for row in rows:
+        m, s = row.measurement, row.summary
+        cells = [escape(where(row)), escape(params_text(m.spec)), _time_text(s),
+                 format_si(row.rate, row.rate_unit) if m.valid and row.rate else
+                 ("[red]check failed[/]" if not m.valid else "—"),
+                 f"{_percent(row.of_measured)} / {_percent(row.of_datasheet)}"
+                 + (" (formula)" if row.datasheet_provenance == "formula" else ""),
+                 "baseline" if row.baseline_role == "cpu_all_cores" else speedup_text(row.speedup_all)]
+        cells += ["baseline" if row.baseline_role == "cpu_one_thread" else speedup_text(row.speedup_one)] * with_one + [speedup_text(row.speedup_end_to_end)] * with_e2e
+        table.add_row(*cells)
+    return table
+
+
+def _time_text(s: stats.Summary) -> str:
+    halfwidth = max(s.median_s - s.ci_low_s, s.ci_high_s - s.median_s)
+    if s.median_s <= 0 or halfwidth == float("inf"):
+        return f"{format_seconds(s.median_s)} (n={s.n}, no CI)"
+    return f"{format_seconds(s.median_s)} ± {halfwidth / s.median_s:.1%}"
+
+
+def render_summary(rows: list[Row], skips: list[Skip], console: Console, warnings_limit: int = 12) -> None:
+    by_workload: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_workload[row.spec.workload].append(row)
+    for workload, workload_rows in by_workload.items():
+        console.print()
+        console.print(workload_table(workload, workload_rows))
+    console.print("[dim]× columns: CPU time / this time (speed-up) with a 95% bootstrap interval; "
+                  "a verdict only where the interval excludes 1. CPU = numpy on all usable cores.[/]")
+    _render_warnings(rows, console, warnings_limit)
+    if skips:
+        console.print()
+        console.print(f"[bold]Skipped[/] ({len(skips)}):")
+        for reason, specs in _grouped_skips(skips).items():
+            console.print(f"  {escape(reason)}: {escape(', '.join(specs[:4]))}" + (f" and {len(specs) - 4} more" if len(specs) > 4 else ""))
+
+
+def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:
+    flagged = [(row, w) for row in rows for w in row.measurement.warnings]
+    if not flagged:
+        return
+    console.print()
+    console.print(f"[bold yellow]Warnings[/] ({len(flagged)}):")
+    for row, warning in flagged[:limit]:
+        console.print(f"  {escape(row.spec.workload)} {escape(where(row))} {escape(params_text(row.spec))}: {escape(warning)}")
+    if len(flagged) > limit:
+        console.print(f"  … {len(flagged) - limit} more (`--json` lists them all)")
+
+
+def _grouped_skips(skips: list[Skip]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for skip in skips:
+        grouped[skip.reason.splitlines()[0]].append(f"{skip.spec.workload} {where(skip.spec)} {params_text(skip.spec)}")
+    return grouped

@@ -1,0 +1,63 @@
+"""What a workload declares: its parameters, work model, how to prepare it on a device, what to time,
+and how its output is checked against a float64 reference.
+
+A workload that cannot run somewhere raises Unsupported("reason"); the run records a skip.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelbench.results import Check, Work
+
+
+@dataclass
+class Prepared:
+    """One workload instance with its inputs on the device.
+
+    `compute` is the call timed as the resident (on-device) time and returns the output; `to_device`
+    and `to_host` are the transfers around it (None where the device computes on host memory);
+    `verify` compares a fresh output with the reference and says where it lived.
+    """
+
+    compute: Callable[[], Any]
+    verify: Callable[[], Check]
+    to_device: Callable[[], Any] | None = None
+    to_host: Callable[[], Any] | None = None
+    release: Callable[[], None] | None = None
+
+    def end_to_end(self) -> Callable[[], Any] | None:
+        if self.to_device is None and self.to_host is None:
+            return None
+        steps = [s for s in (self.to_device, self.compute, self.to_host) if s is not None]
+
+        def whole_trip():
+            result = None
+            for step in steps:
+                result = step()
+            return result
+        return whole_trip
+
+
+class Workload:
+    name: str = ""
+    description: str = ""
+    #: the parameter `--sizes` sets ("n" for matmul, "bytes" for transfer, ...)
+    size_param: str = "n"
+    size_unit: str = "elements"
+    #: dtypes it can run in, in the order a sweep shows them
+    dtypes: tuple[str, ...] = ("float64", "float32")
+
+    def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[dict]:
+        """Parameter dicts to run; `sizes`/`dtypes` override the defaults where given."""
+        raise NotImplementedError
+
+    def work(self, params: dict) -> Work:
+        raise NotImplementedError
+
+    def footprint_bytes(self, params: dict) -> int:
+        """Device memory the instance needs, so absurd sizes are refused before anything runs."""
+        raise NotImplementedError
+
+    def prepare(self, backend, device: str, params: dict, seed: int) -> Prepared:
+        raise NotImplementedError

@@ -1,0 +1,78 @@
+"""Dense matrix multiply C = A·B: the seed 000 sweep (orders 1000, 2000, 3000)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from accelbench.errors import Unsupported
+from accelbench.results import Work
+from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.verify import as_computed, host_inputs, make_check, relative_norm_error, tolerance
+
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@lru_cache(maxsize=4)
+def _reference(n: int, dtype: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Host inputs and the float64 product of the values the device will really hold."""
+    a = host_inputs((n, n), seed, dtype)
+    b = host_inputs((n, n), seed + 1, dtype)
+    return a, b, as_computed(a, dtype) @ as_computed(b, dtype)
+
+
+class Matmul(Workload):
+    name = "matmul"
+    description = "dense matrix multiply C = A·B (seed 000: orders 1000, 2000, 3000)"
+    size_param, size_unit = "n", "matrix order"
+    dtypes = ("float64", "float32", "float16", "bfloat16")
+
+    def grid(self, sizes, dtypes, quick):
+        sizes = sizes or ([500, 1000, 2000] if quick else [1000, 2000, 3000])
+        dtypes = dtypes or (["float32", "float64", "bfloat16"] if quick else list(self.dtypes))
+        return [{"n": n, "dtype": d} for d in dtypes for n in sizes]
+
+    def work(self, params):
+        n, itemsize = params["n"], ITEMSIZE[params["dtype"]]
+        return Work(flops=2.0 * n**3, bytes_moved=3.0 * n * n * itemsize)
+
+    def footprint_bytes(self, params):
+        return 3 * params["n"] ** 2 * ITEMSIZE[params["dtype"]]
+
+    def prepare(self, backend, device, params, seed):
+        n, dtype = params["n"], params["dtype"]
+        if dtype not in backend.dtypes(device):
+            raise Unsupported(f"{backend.name} has no {dtype} on {device}")
+        host_a, host_b, reference = _reference(n, dtype, seed)
+        state = {}
+
+        def to_device():
+            state["a"] = _placed(backend, host_a, device, dtype)
+            state["b"] = _placed(backend, host_b, device, dtype)
+            return state["b"]
+
+        to_device()
+        state["c"] = backend.empty((n, n), dtype, device)
+
+        def compute():
+            return backend.matmul(state["a"], state["b"], out=state["c"])
+
+        def to_host():
+            return backend.to_host(state["c"])
+
+        def verify():
+            out = compute()
+            backend.synchronize(device)
+            error = relative_norm_error(backend.to_host(out), reference)
+            limit = tolerance(dtype, scale=max(1.0, np.sqrt(n) / 32))
+            return make_check(error, limit, backend.location(out), device, f"C = A·B, n={n}")
+
+        shared = backend.shares_host_memory(device)
+        return Prepared(compute=compute, verify=verify,
+                        to_device=None if shared else to_device, to_host=None if shared else to_host,
+                        release=state.clear)
+
+
+def _placed(backend, host: np.ndarray, device: str, dtype: str):
+    array = backend.from_host(host, device)
+    return backend.astype(array, dtype) if dtype == "bfloat16" else array

@@ -1,0 +1,59 @@
+"""Checking outputs against float64 references, with tolerances that fit each dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from accelbench.results import Check
+
+# relative tolerance by dtype: fp32 ~1e-5, tf32-level errors (~3e-4) fail fp32 on purpose
+TOLERANCE = {"float64": 1e-10, "float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}
+NUMPY_DTYPE = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+
+
+def tolerance(dtype: str, scale: float = 1.0) -> float:
+    return TOLERANCE[dtype] * scale
+
+
+def relative_norm_error(result: np.ndarray, reference: np.ndarray) -> float:
+    """||result - reference||_F / ||reference||_F, computed in float64."""
+    result = np.asarray(result, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    if result.shape != reference.shape:
+        return float("inf")
+    if not np.all(np.isfinite(result)):
+        return float("inf")
+    denominator = float(np.linalg.norm(reference)) or 1.0
+    return float(np.linalg.norm(result - reference)) / denominator
+
+
+def make_check(error: float, limit: float, device_seen: str, device_asked: str, what: str = "") -> Check:
+    """A Check that fails on too large an error *or* an output on another device than asked."""
+    problems = []
+    if not error <= limit:  # NaN fails too
+        problems.append(f"relative error {error:.2e} exceeds the tolerance {limit:.1e}")
+    if device_seen != device_asked:
+        problems.append(f"ran on {device_seen}, asked for {device_asked}")
+    detail = "; ".join(problems) or f"{what} within tolerance".strip()
+    return Check(passed=not problems, max_rel_error=error, tolerance=limit, detail=detail, device_seen=device_seen)
+
+
+def host_inputs(shape: tuple[int, ...], seed: int, dtype: str) -> np.ndarray:
+    """Fresh uniform [-1, 1) inputs (never zeros), rounded to `dtype` where numpy has it."""
+    values = np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape)
+    if dtype in NUMPY_DTYPE:
+        return values.astype(NUMPY_DTYPE[dtype])
+    return values.astype(np.float32)  # bfloat16: the backend rounds on the device
+
+
+def round_to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), returned as float32."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
+    return ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def as_computed(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 values a device computes on once `values` are stored in `dtype`."""
+    if dtype == "bfloat16":
+        return round_to_bfloat16(values.astype(np.float32)).astype(np.float64)
+    return values.astype(NUMPY_DTYPE[dtype]).astype(np.float64)

@@ -1,0 +1,33 @@
+"""Shared test options: GPU tests run only with --run-gpu (scripts/gpu_check.sh passes it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-gpu", action="store_true", help="run tests that need a real accelerator")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-gpu"):
+        return
+    skip = pytest.mark.skip(reason="needs a real accelerator: run with --run-gpu (scripts/gpu_check.sh)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_database(tmp_path, monkeypatch):
+    """No test reads or writes the user's own results database."""
+    monkeypatch.setenv("ACCELBENCH_DB", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

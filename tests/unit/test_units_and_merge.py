@@ -1,0 +1,31 @@
+from accelbench.devices.inventory import merge_devices, parse_probe_names
+from accelbench.devices.model import Device, PeakFigure
+from accelbench.units import format_bytes, format_property, format_seconds, format_si, label
+
+
+def test_formatting_carries_units():
+    assert format_bytes(11440 * 2**20) == "11.2 GiB"
+    assert format_si(4.29e12, "FLOP/s") == "4.29 TFLOP/s"
+    assert format_si(288.4e9, "B/s") == "288 GB/s"
+    assert format_seconds(0.00123) == "1.23 ms"
+    assert format_property("max_sm_clock_mhz", 745) == "745 MHz"
+    assert format_property("memory_bus_width_bits", 384) == "384 bit"
+    assert format_property("power_limit_w", 235.0) == "235.0 W"
+    assert label("max_sm_clock_mhz") == "Max SM clock"
+
+
+def test_merge_fills_missing_and_never_overwrites():
+    nvml = Device("cuda:0", "gpu", "NVIDIA", "Tesla K40m", "nvml", properties={"sm_count": None, "uuid": "GPU-1"},
+                  peaks=(PeakFigure("fp32", 4.29e12, "formula", "x"),), reach={"cupy": "cuda:0"})
+    torch = Device("cuda:0", "gpu", "NVIDIA", "Tesla K40m (torch)", "torch", properties={"sm_count": 15, "uuid": "other"},
+                   peaks=(PeakFigure("fp32", 1.0, "formula", "y"), PeakFigure("fp64", 1.43e12, "formula", "z")),
+                   reach={"torch": "cuda:0"})
+    (merged,) = merge_devices([nvml, torch])
+    assert merged.name == "Tesla K40m" and merged.properties == {"sm_count": 15, "uuid": "GPU-1"}
+    assert merged.peak("fp32").value == 4.29e12 and merged.peak("fp64").value == 1.43e12
+    assert merged.reach == {"cupy": "cuda:0", "torch": "cuda:0"} and merged.source == "nvml+torch"
+
+
+def test_probe_names():
+    assert parse_probe_names(None) == ("cpu", "nvidia", "amd", "apple", "opencl")
+    assert "torch" in parse_probe_names("all")

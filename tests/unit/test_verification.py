@@ -1,0 +1,75 @@
+"""A benchmark that reports a fast wrong answer is worse than none: wrong results are caught."""
+import numpy as np
+import pytest
+
+from accelbench.backends.numpy_backend import NumpyBackend
+from accelbench.runner.analysis import analyse
+from accelbench.runner.execute import measure_item
+from accelbench.runner.plan import PlanItem
+from accelbench.results import Spec
+from accelbench.timing.rigor import RIGORS
+
+QUICK = RIGORS["quick"]
+
+
+class SlightlyWrongMatmul(NumpyBackend):
+    """Fast, and wrong by 1e-3 relative: the kind of error a broken kernel makes."""
+
+    def matmul(self, a, b, out=None):
+        result = super().matmul(a, b, out=out)
+        result *= 1.001
+        return result
+
+
+class ClaimsAnotherDevice(NumpyBackend):
+    """Computes right, but the output lives somewhere other than asked (the seed 000 TensorFlow case)."""
+
+    def location(self, array):
+        return "cpu-fallback"
+
+
+def _measure(backend, workload="matmul", **params):
+    spec = Spec.make(workload, "numpy", "cpu", **params)
+    return measure_item(PlanItem(spec, None), backend, QUICK, seed=7)
+
+
+def test_a_correct_backend_passes():
+    m = _measure(NumpyBackend(), n=128, dtype="float32")
+    assert m.check.passed and m.check.max_rel_error < 1e-5 and m.check.device_seen == "cpu"
+
+
+def test_wrong_values_are_flagged_and_get_no_rate_or_speedup():
+    good = _measure(NumpyBackend(), n=128, dtype="float64")
+    bad = _measure(SlightlyWrongMatmul(), n=128, dtype="float64")
+    assert not bad.check.passed and "exceeds the tolerance" in bad.check.detail
+    assert bad.warnings[0].startswith("check failed, time not counted")
+    rows = {r.measurement is bad: r for r in analyse([good, bad])}
+    assert rows[True].rate is None and rows[True].speedup_all is None
+    assert rows[False].rate and rows[False].rate > 0
+
+
+def test_output_on_another_device_is_flagged():
+    m = _measure(ClaimsAnotherDevice(), n=64, dtype="float32")
+    assert not m.check.passed and "ran on cpu-fallback, asked for cpu" in m.check.detail
+
+
+@pytest.mark.parametrize("kernel", ["copy", "scale", "add", "triad"])
+def test_stream_kernels_verify(kernel):
+    m = _measure(NumpyBackend(), workload="stream", kernel=kernel, n=4096, dtype="float64")
+    assert m.check.passed, m.check.detail
+    reads_writes = {"copy": 2, "scale": 2, "add": 3, "triad": 3}[kernel]
+    assert m.work.bytes_moved == reads_writes * 4096 * 8
+
+
+def test_reduce_and_elementwise_verify():
+    assert _measure(NumpyBackend(), workload="reduce", n=10_000, dtype="float32").check.passed
+    assert _measure(NumpyBackend(), workload="elementwise", n=10_000, dtype="float32").check.passed
+
+
+def test_bfloat16_rounding_is_ties_to_even():
+    from accelbench.workloads.verify import round_to_bfloat16
+    values = np.array([1.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, 3.14159], dtype=np.float32)
+    rounded = round_to_bfloat16(values)
+    assert rounded[0] == 1.0 and rounded[1] == 1.0  # tie goes to the even mantissa
+    assert rounded[2] == 1.0 + 4 * 2**-8
+    assert abs(rounded[3] - 3.140625) < 1e-7
