@@ -10,6 +10,10 @@ from accelbench._version import __version__
 _LAZY = {
     # name -> (module, attribute); loaded only when a user touches it
     "inventory": ("accelbench.devices.inventory", "collect_inventory"),
+    "run": ("accelbench.api", "run"),
+    "bench": ("accelbench.api", "bench"),
+    "workload": ("accelbench.api", "workload"),
+    "RunResults": ("accelbench.api", "RunResults"),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,0 +1,45 @@
+"""The Python API: `accelbench.run`, `accelbench.bench` and the `accelbench.workload` decorator."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from accelbench.runner.session import RunResults, load_backends, run, run_plan
+from accelbench.workloads.custom import FunctionWorkload
+from accelbench.workloads.registry import register_workload
+
+__all__ = ["run", "bench", "workload", "RunResults"]
+
+
+def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None = None,
+          backends: Sequence[str] | str | None = None, dtypes: Sequence[str] | str = ("float32",),
+          reference: Callable | None = None, rel_tolerance: float | None = None, flops: float = 0.0,
+          bytes_moved: float | None = None, name: str | None = None, rigor: str = "quick",
+          db: str | None = None) -> RunResults:
+    """Benchmark `fn(*inputs)` on each device, verified against a float64 reference, stored like any run.
+
+    >>> import numpy as np, accelbench
+    >>> a = np.random.rand(500, 500)
+    >>> r = accelbench.bench(lambda x, y: x @ y, [a, a], flops=2 * 500**3, devices="cpu")  # doctest: +SKIP
+    >>> r.to_pandas()[["backend", "device", "median_s", "rate"]]  # doctest: +SKIP
+    """
+    from accelbench.runner.plan import build_plan
+
+    listify = (lambda v: [v] if isinstance(v, str) else (list(v) if v is not None else None))
+    custom = FunctionWorkload(fn, inputs, name=name, reference=reference, rel_tolerance=rel_tolerance,
+                              flops=flops, bytes_moved=bytes_moved, dtypes=listify(dtypes))
+    register_workload(custom)
+    loaded = load_backends(listify(backends))
+    plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded)
+    return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True})
+
+
+def workload(*, flops: float = 0.0, bytes_moved: float | None = None, reference: Callable | None = None,
+             rel_tolerance: float | None = None, name: str | None = None):
+    """Decorator: `@accelbench.workload(flops=...)` gives the function a `.bench(inputs, devices=...)`."""
+    def decorate(fn: Callable) -> Callable:
+        def bench_on(inputs: Sequence, **options) -> RunResults:
+            return bench(fn, inputs, flops=flops, bytes_moved=bytes_moved, reference=reference,
+                         rel_tolerance=rel_tolerance, name=name or fn.__name__, **options)
+        fn.bench = bench_on
+        return fn
+    return decorate
