@@ -42,7 +42,7 @@ def cpu_state() -> dict:
 
 def phase_rigor(rigor: Rigor) -> Rigor:
     return dataclasses.replace(rigor, budget_s=rigor.budget_s * PHASE_BUDGET_FRACTION,
-                               min_samples=max(3, rigor.min_samples // 2))
+                               min_samples=max(6, rigor.min_samples // 2))  # a 95% CI needs 6
 
 
 def measure_item(item: PlanItem, backend, rigor: Rigor, seed: int, clock=None) -> Measurement:

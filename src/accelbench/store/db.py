@@ -1,0 +1,391 @@
+"""The results store: one SQLite file, WAL mode, one committed transaction per result.
+
+Every write commits before it returns, so Ctrl-C or a SIGKILL loses at most the result in flight,
+and a run whose status is still "running" after its process has gone was interrupted.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import secrets
+import sqlite3
+import statistics
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accelbench._version import __version__
+from accelbench.errors import UsageError
+from accelbench.results import Measurement, Skip, Spec
+from accelbench.store.paths import ENV_VAR, resolve_db_path
+from accelbench.store.schema import (RUN_STATUSES, SchemaError, dumps, machine_from_row, machine_row,
+                                     measurement_from_row, migrate, result_row, skip_row,
+                                     spec_from_row)
+
+BUSY_TIMEOUT_S = 30.0  # another process writing the same file: wait for its lock, not fail
+_ACCEPTED = (f"accepted: an accelbench results database (SQLite), or a new file in a writable "
+             f"directory; choose another path or set {ENV_VAR}")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run as listed by `accelbench runs`."""
+
+    id: str
+    started_at: str
+    finished_at: str | None
+    status: str
+    accelbench_version: str
+    selection: dict[str, Any]
+    hostname: str
+    result_count: int
+    skip_count: int
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BestRate:
+    """A measured ceiling: the best valid rate stored for a device, and where it came from."""
+
+    value: float  # FLOP/s or bytes/s
+    run_id: str
+    spec: Spec
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Time-based so ids sort by start, with a random suffix so parallel jobs do not collide."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn SQLite failures after opening (damaged file, disk full, lock held too long) into a
+    UsageError naming the file, instead of a traceback. Constraint errors stay as they are."""
+    @functools.wraps(method)
+    def wrapper(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            hint = (" (damaged: restore it from a backup or an export file)"
+                    if "malformed" in str(exc) or "not a database" in str(exc) else "")
+            raise UsageError(f"results database {self.path}: {exc}{hint}; {_ACCEPTED}") from exc
+    return wrapper
+
+
+def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> int:
+    names = ", ".join(row)
+    marks = ", ".join(f":{name}" for name in row)
+    cursor = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", dict(row))
+    return int(cursor.lastrowid or 0)
+
+
+def _tag_rows(run_id: str, tags: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    rows = []
+    for key, value in tags.items():
+        if not isinstance(key, str) or not key:
+            raise UsageError(f"run tag {key!r}: a tag name must be a non-empty string")
+        rows.append((run_id, key, str(value)))
+    return rows
+
+
+class Store:
+    """The results history in one SQLite file.
+
+    `Store(path)` opens (creating the file and its folder if needed) and migrates to the current
+    schema. Path resolution: explicit path > $ACCELBENCH_DB > the user data directory.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = BUSY_TIMEOUT_S):
+        self.path = resolve_db_path(path)
+        self._conn = self._open(busy_timeout_s)
+        try:
+            self.migrated_from, self.schema_version = migrate(self._conn)
+        except SchemaError as exc:
+            self._conn.close()
+            raise UsageError(f"cannot use {self.path} as a results database: {exc}; "
+                             f"{_ACCEPTED}") from None
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise UsageError(f"cannot use {self.path} as a results database: {exc} "
+                             f"(the file was left unchanged); {_ACCEPTED}") from None
+
+    def _open(self, busy_timeout_s: float) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+            reason = f"{blocker} is a file, not a folder" if blocker else (exc.strerror or str(exc))
+            raise UsageError(f"cannot create the folder for results database {self.path}: "
+                             f"{reason}; {_ACCEPTED}") from None
+        conn = None
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per write
+            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # not a database? fail here
+            conn.execute("PRAGMA foreign_keys = ON")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # FULL: fsync each commit; a result costs seconds to measure, a sync milliseconds
+            conn.execute("PRAGMA synchronous = FULL")
+            self.journal_mode = str(mode).lower()
+            return conn
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise UsageError(f"cannot open results database {self.path}: {exc}; {_ACCEPTED}") from None
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed on exit, rolled back on any error (Ctrl-C included)."""
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError(f"results database {self.path} is closed")
+        return self._conn
+
+    def _require_run(self, run_id: str) -> None:
+        found = self._connection().execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if found is None:
+            raise UsageError(f"unknown run {run_id!r} in {self.path}; `accelbench runs` lists them")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @_reported
+    def start_run(self, machine: Mapping[str, Any], selection: Mapping[str, Any],
+                  tags: Mapping[str, Any] | None = None) -> str:
+        """Record a new run (status "running") with its machine snapshot; returns its id.
+
+        `machine` keys: hostname, os, python (text); inventory, software, environment (JSON
+        objects); any other key is kept as well and comes back from machine().
+        """
+        for _attempt in range(5):  # same second and same random suffix: draw again
+            run_id = new_run_id()
+            if self.restore_run(run_id, started_at=utc_now_iso(), finished_at=None,
+                                status="running", accelbench_version=__version__,
+                                selection=selection, machine=machine, tags=tags or {},
+                                results=(), skips=()):
+                return run_id
+        raise RuntimeError("could not draw a unique run id")
+
+    @_reported
+    def restore_run(self, run_id: str, *, started_at: str, finished_at: str | None, status: str,
+                    accelbench_version: str, selection: Mapping[str, Any],
+                    machine: Mapping[str, Any], tags: Mapping[str, Any],
+                    results: Sequence[Measurement], skips: Sequence[Skip]) -> bool:
+        """Insert a whole run under its own id in one transaction (used by import).
+
+        Returns False, changing nothing, when a run with that id is already stored.
+        """
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status {status!r}: expected one of {', '.join(RUN_STATUSES)}")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+                return False
+            _insert(conn, "runs", {"id": run_id, "started_at": started_at,
+                                   "finished_at": finished_at, "status": status,
+                                   "accelbench_version": accelbench_version,
+                                   "selection_json": dumps(dict(selection))})
+            _insert(conn, "machines", machine_row(run_id, machine))
+            conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
+                             _tag_rows(run_id, tags))
+            for m in results:
+                _insert(conn, "results", result_row(run_id, m))
+            for s in skips:
+                _insert(conn, "skips", skip_row(run_id, s))
+        return True
+
+    @_reported
+    def add_result(self, run_id: str, m: Measurement) -> int:
+        """Store one finished measurement, committed before returning; returns its row id."""
+        try:
+            with self._write() as conn:
+                return _insert(conn, "results", result_row(run_id, m))
+        except sqlite3.IntegrityError:
+            self._require_run(run_id)  # the usual cause: a run id that does not exist
+            raise
+
+    @_reported
+    def add_skip(self, run_id: str, s: Skip) -> None:
+        try:
+            with self._write() as conn:
+                _insert(conn, "skips", skip_row(run_id, s))
+        except sqlite3.IntegrityError:
+            self._require_run(run_id)
+            raise
+
+    @_reported
+    def finish_run(self, run_id: str, status: str) -> None:
+        """Close a run as complete, interrupted or failed, stamping its finish time."""
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"finish status {status!r}: expected complete, interrupted or failed")
+        self._require_run(run_id)
+        with self._write() as conn:
+            conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                         (status, utc_now_iso(), run_id))
+
+    @_reported
+    def add_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        """Add or overwrite key/value tags (node name, Slurm job id, ...); values stored as text."""
+        self._require_run(run_id)
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
+                             _tag_rows(run_id, tags))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    _RUNS_SQL = """
+        SELECT runs.*, COALESCE(m.hostname, '') AS hostname,
+            (SELECT COUNT(*) FROM results r WHERE r.run_id = runs.id) AS result_count,
+            (SELECT COUNT(*) FROM skips s WHERE s.run_id = runs.id) AS skip_count
+        FROM runs LEFT JOIN machines m ON m.run_id = runs.id"""
+    _NEWEST_FIRST = " ORDER BY runs.started_at DESC, runs.id DESC"
+
+    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+        return RunInfo(id=row["id"], started_at=row["started_at"], finished_at=row["finished_at"],
+                       status=row["status"], accelbench_version=row["accelbench_version"],
+                       selection=json.loads(row["selection_json"]), hostname=row["hostname"],
+                       result_count=row["result_count"], skip_count=row["skip_count"],
+                       tags=self.tags(row["id"]))
+
+    @_reported
+    def runs(self, limit: int | None = None) -> list[RunInfo]:
+        """Stored runs, newest first, with their result and skip counts."""
+        sql, args = self._RUNS_SQL + self._NEWEST_FIRST, ()
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", (int(limit),)
+        return [self._run_info(row) for row in self._connection().execute(sql, args)]
+
+    @_reported
+    def run_info(self, run_id: str) -> RunInfo:
+        row = self._connection().execute(self._RUNS_SQL + " WHERE runs.id = ?", (run_id,)).fetchone()
+        if row is None:
+            self._require_run(run_id)
+        return self._run_info(row)
+
+    @_reported
+    def resolve_run(self, ref: str) -> str:
+        """A run id from a full id, a unique prefix, `latest` or `latest~N` (N runs before it)."""
+        ref = str(ref).strip()
+        conn = self._connection()
+        if ref == "latest" or ref.startswith("latest~"):
+            back = self._parse_back(ref)
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", (back + 1,))]
+            if not ids:
+                raise UsageError(f"run {ref!r}: no runs are stored in {self.path} yet")
+            if len(ids) <= back:
+                raise UsageError(f"run {ref!r}: {self.path} holds {len(ids)} run(s); accepted: "
+                                 f"latest, latest~0 .. latest~{len(ids) - 1}, or a run id")
+            return ids[back]
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (ref,)).fetchone():
+            return ref
+        matches = [r[0] for r in conn.execute(
+            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started_at DESC, id DESC",
+            (len(ref), ref))] if ref else []
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UsageError(f"run {ref!r} is ambiguous in {self.path}, it matches: "
+                             f"{', '.join(matches[:10])}; give more characters")
+        recent = ", ".join(info.id for info in self.runs(limit=5)) or "none stored yet"
+        raise UsageError(f"unknown run {ref!r} in {self.path}; accepted: a run id or a unique "
+                         f"prefix of one, latest, latest~N (recent runs: {recent})")
+
+    @staticmethod
+    def _parse_back(ref: str) -> int:
+        text = ref[len("latest~"):] if ref != "latest" else "0"
+        if not text.isdigit():
+            raise UsageError(f"run {ref!r}: expected latest~N with N a whole number, e.g. latest~1")
+        return int(text)
+
+    @_reported
+    def results(self, run_id: str) -> list[Measurement]:
+        """The run's measurements in the order they were stored."""
+        self._require_run(run_id)
+        rows = self._connection().execute(
+            "SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,))
+        return [measurement_from_row(row) for row in rows]
+
+    @_reported
+    def skips(self, run_id: str) -> list[Skip]:
+        self._require_run(run_id)
+        rows = self._connection().execute("SELECT * FROM skips WHERE run_id = ? ORDER BY id", (run_id,))
+        return [Skip(spec_from_row(row), row["reason"]) for row in rows]
+
+    @_reported
+    def machine(self, run_id: str) -> dict[str, Any]:
+        """The machine snapshot given to start_run (text fields, JSON objects, extra keys)."""
+        self._require_run(run_id)
+        row = self._connection().execute("SELECT * FROM machines WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return {}
+        return machine_from_row(row)
+
+    @_reported
+    def tags(self, run_id: str) -> dict[str, str]:
+        rows = self._connection().execute(
+            "SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY key", (run_id,))
+        return {row["key"]: row["value"] for row in rows}
+
+    @_reported
+    def best_rates(self, device_id: str, hostname: str | None = None) -> dict[str, Any]:
+        """The best valid rates stored for a device: its measured ceilings.
+
+        Returns {"flops_per_s": {dtype: BestRate}, "bytes_per_s": BestRate | None}: matmul
+        FLOP/s per dtype and stream bytes/s, each flops (or bytes) per call divided by the median
+        compute sample. Only results whose check passed count: a wrong answer is not a ceiling.
+        """
+        sql = ("SELECT r.* FROM results r LEFT JOIN machines m ON m.run_id = r.run_id "
+               "WHERE r.device = ? AND r.workload IN ('matmul', 'stream') AND r.check_passed = 1")
+        args: tuple[Any, ...] = (device_id,)
+        if hostname is not None:
+            sql, args = sql + " AND m.hostname = ?", (device_id, hostname)
+        flops: dict[str, BestRate] = {}
+        stream: BestRate | None = None
+        for row in self._connection().execute(sql + " ORDER BY r.id", args):
+            compute_s = json.loads(row["phases_json"]).get("compute") or []
+            median_s = statistics.median(compute_s) if compute_s else 0.0
+            if median_s <= 0:
+                continue
+            spec = spec_from_row(row)
+            if row["workload"] == "matmul" and row["flops"] > 0:
+                dtype = str(spec.param("dtype", "unknown"))
+                rate = BestRate(row["flops"] / median_s, row["run_id"], spec)
+                if dtype not in flops or rate.value > flops[dtype].value:
+                    flops[dtype] = rate
+            elif row["workload"] == "stream" and row["bytes_moved"] > 0:
+                rate = BestRate(row["bytes_moved"] / median_s, row["run_id"], spec)
+                if stream is None or rate.value > stream.value:
+                    stream = rate
+        return {"flops_per_s": flops, "bytes_per_s": stream}

@@ -1,0 +1,252 @@
+"""The results database layout, its migrations, and how the result types map onto its rows.
+
+A fresh database is built by applying every migration in order (0 -> 1 -> 2), so a new file and an
+upgraded old one go through the same statements and cannot drift apart. Each applied version is
+recorded in `schema_version`; the current version is its largest entry.
+
+Current layout (version 2):
+
+    schema_version(version PK, applied_at)
+    runs(id PK, started_at, finished_at, status, accelbench_version, selection_json)
+    machines(run_id PK -> runs, hostname, os, python, inventory_json, software_json,
+             environment_json, extra_json)
+    results(id PK, run_id -> runs, spec_key, workload, backend, device, params_json, phases_json,
+            first_call_s, flops, bytes_moved, check_passed, max_rel_error, tolerance, check_detail,
+            device_seen, warnings_json, calls_per_sample, target_met, threads, extra_json,
+            telemetry_json)                                            # telemetry_json: v2
+    skips(id PK, run_id -> runs, spec_key, workload, backend, device, params_json, reason)
+    run_tags(run_id -> runs, key, value, PK (run_id, key))            # v2
+
+Times are ISO 8601 UTC text; JSON columns hold text written by json.dumps. `max_rel_error` is NULL
+when the error was NaN (SQLite stores NaN as NULL), so a failed check keeps its meaning.
+Migrations are frozen once released: change the layout by appending a new one, never by editing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from accelbench.results import Measurement, Skip, Spec
+
+RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+MACHINE_TEXT = ("hostname", "os", "python")  # machine snapshot keys kept as text columns
+MACHINE_JSON = ("inventory", "software", "environment")  # ... and as JSON columns
+
+_V1 = (
+    """CREATE TABLE schema_version (
+        version INTEGER PRIMARY KEY,
+        applied_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL DEFAULT 'running'
+            CHECK (status IN ('running', 'complete', 'interrupted', 'failed')),
+        accelbench_version TEXT NOT NULL,
+        selection_json TEXT NOT NULL DEFAULT '{}'
+    )""",
+    "CREATE INDEX runs_started_at ON runs (started_at)",
+    """CREATE TABLE machines (
+        run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        hostname TEXT NOT NULL DEFAULT '',
+        os TEXT NOT NULL DEFAULT '',
+        python TEXT NOT NULL DEFAULT '',
+        inventory_json TEXT NOT NULL DEFAULT '{}',
+        software_json TEXT NOT NULL DEFAULT '{}',
+        environment_json TEXT NOT NULL DEFAULT '{}',
+        extra_json TEXT NOT NULL DEFAULT '{}'
+    )""",
+    "CREATE INDEX machines_hostname ON machines (hostname)",
+    """CREATE TABLE results (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        spec_key TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        device TEXT NOT NULL,
+        params_json TEXT NOT NULL DEFAULT '{}',
+        phases_json TEXT NOT NULL,
+        first_call_s REAL NOT NULL,
+        flops REAL NOT NULL,
+        bytes_moved REAL NOT NULL,
+        check_passed INTEGER NOT NULL CHECK (check_passed IN (0, 1)),
+        max_rel_error REAL,
+        tolerance REAL NOT NULL,
+        check_detail TEXT NOT NULL DEFAULT '',
+        device_seen TEXT,
+        warnings_json TEXT NOT NULL DEFAULT '[]',
+        calls_per_sample INTEGER NOT NULL DEFAULT 1,
+        target_met INTEGER NOT NULL DEFAULT 1 CHECK (target_met IN (0, 1)),
+        threads INTEGER,
+        extra_json TEXT NOT NULL DEFAULT '{}'
+    )""",
+    "CREATE INDEX results_run ON results (run_id)",
+    "CREATE INDEX results_spec ON results (spec_key, run_id)",
+    "CREATE INDEX results_workload ON results (workload)",
+    """CREATE TABLE skips (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        spec_key TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        device TEXT NOT NULL,
+        params_json TEXT NOT NULL DEFAULT '{}',
+        reason TEXT NOT NULL
+    )""",
+    "CREATE INDEX skips_run ON skips (run_id)",
+)
+
+# v2: run tags (node name, Slurm job id, ... for cluster runs) and per-result telemetry.
+_V1_TO_V2 = (
+    """CREATE TABLE run_tags (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    )""",
+    "CREATE INDEX run_tags_key_value ON run_tags (key, value)",
+    "ALTER TABLE results ADD COLUMN telemetry_json TEXT NOT NULL DEFAULT '{}'",
+    # best_rates() asks for one device's results of one workload
+    "CREATE INDEX results_device ON results (device, workload)",
+)
+
+# version -> statements that take a database from version - 1 to version
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2}
+CURRENT_VERSION = max(MIGRATIONS)
+
+
+class SchemaError(Exception):
+    """The file is an SQLite database but not one this accelbench can use (message says why)."""
+
+
+def read_version(conn: sqlite3.Connection) -> int:
+    """The schema version of an open database: 0 for an empty file.
+
+    Raises SchemaError for a database that holds other tables but no `schema_version`:
+    it belongs to something else, and adding our tables to it would be wrong.
+    """
+    names = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    if "schema_version" not in names:
+        if names:
+            shown = ", ".join(sorted(names)[:5])
+            raise SchemaError(f"it is an SQLite database of something else (tables: {shown})")
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Bring the database to CURRENT_VERSION in one transaction; returns (from, to).
+
+    The connection must be in autocommit mode (isolation_level=None) so that BEGIN here is the
+    only transaction: a failure anywhere rolls every step back and leaves the file as it was.
+    BEGIN IMMEDIATE takes the write lock before reading the version, so two processes opening
+    the same new file do not both create the tables.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        start = read_version(conn)
+        if start > CURRENT_VERSION:
+            raise SchemaError(f"it was written by a newer accelbench (schema version {start}; "
+                              f"this one reads up to {CURRENT_VERSION}): upgrade accelbench")
+        for version in range(start + 1, CURRENT_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                         (version, datetime.now(timezone.utc).isoformat(timespec="seconds")))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # some errors (disk full) have already rolled back
+            conn.execute("ROLLBACK")
+        raise
+    return start, CURRENT_VERSION
+
+
+# -- rows <-> types: how a Measurement, Skip and machine snapshot lie in the tables ---------------
+
+
+def _json_default(value: Any) -> Any:
+    # numpy scalars and the like: never lose a finished result over a value's type
+    if hasattr(value, "item"):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, default=_json_default, separators=(",", ":"))
+
+
+def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
+    spec = m.spec.to_dict()
+    error = float(m.check.max_rel_error)
+    return {
+        "run_id": run_id, "spec_key": m.spec.key, "workload": m.spec.workload,
+        "backend": m.spec.backend, "device": m.spec.device, "params_json": dumps(spec["params"]),
+        "phases_json": dumps({k: [float(x) for x in v] for k, v in m.phases_s.items()}),
+        "first_call_s": float(m.first_call_s), "flops": float(m.work.flops),
+        "bytes_moved": float(m.work.bytes_moved), "check_passed": int(bool(m.check.passed)),
+        "max_rel_error": None if math.isnan(error) else error, "tolerance": float(m.check.tolerance),
+        "check_detail": str(m.check.detail), "device_seen": m.check.device_seen,
+        "warnings_json": dumps([str(w) for w in m.warnings]),
+        "calls_per_sample": int(m.calls_per_sample), "target_met": int(bool(m.target_met)),
+        "threads": None if m.threads is None else int(m.threads), "extra_json": dumps(dict(m.extra)),
+        "telemetry_json": dumps(dict(m.telemetry)),
+    }
+
+
+def spec_from_row(row: sqlite3.Row) -> Spec:
+    return Spec.make(row["workload"], row["backend"], row["device"], **json.loads(row["params_json"]))
+
+
+def measurement_from_row(row: sqlite3.Row) -> Measurement:
+    error = row["max_rel_error"]
+    return Measurement.from_dict({
+        "spec": {"workload": row["workload"], "backend": row["backend"], "device": row["device"],
+                 "params": json.loads(row["params_json"])},
+        "phases_s": json.loads(row["phases_json"]),
+        "first_call_s": row["first_call_s"],
+        "work": {"flops": row["flops"], "bytes_moved": row["bytes_moved"]},
+        "check": {"passed": bool(row["check_passed"]),
+                  "max_rel_error": math.nan if error is None else error,
+                  "tolerance": row["tolerance"], "detail": row["check_detail"],
+                  "device_seen": row["device_seen"]},
+        "warnings": json.loads(row["warnings_json"]),
+        "calls_per_sample": row["calls_per_sample"],
+        "target_met": bool(row["target_met"]),
+        "threads": row["threads"],
+        "telemetry": json.loads(row["telemetry_json"]),
+        "extra": json.loads(row["extra_json"]),
+    })
+
+
+def machine_row(run_id: str, machine: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"run_id": run_id}
+    row.update({k: str(machine.get(k) or "") for k in MACHINE_TEXT})
+    row.update({f"{k}_json": dumps(machine.get(k) or {}) for k in MACHINE_JSON})
+    known = set(MACHINE_TEXT + MACHINE_JSON)
+    row["extra_json"] = dumps({k: v for k, v in machine.items() if k not in known})
+    return row
+
+
+def skip_row(run_id: str, s: Skip) -> dict[str, Any]:
+    return {"run_id": run_id, "spec_key": s.spec.key, "workload": s.spec.workload,
+            "backend": s.spec.backend, "device": s.spec.device,
+            "params_json": dumps(s.spec.to_dict()["params"]), "reason": str(s.reason)}
+
+
+def machine_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    snapshot: dict[str, Any] = {k: row[k] for k in MACHINE_TEXT}
+    snapshot.update({k: json.loads(row[f"{k}_json"]) for k in MACHINE_JSON})
+    snapshot.update(json.loads(row["extra_json"]))
+    return snapshot
