@@ -13,6 +13,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("accelbench.cli.info_cmd", "list every compute device and what it should reach"),
     "list": ("accelbench.cli.list_cmd", "show workloads, backends and the devices they reach"),
     "run": ("accelbench.cli.run_cmd", "measure workloads on every available device, verified, stored"),
+    "runs": ("accelbench.cli.runs_cmd", "list the runs stored in the results database"),
+    "export": ("accelbench.cli.export_cmd", "write stored runs as a JSON document"),
+    "import": ("accelbench.cli.import_cmd", "read runs from exported JSON documents, validated"),
 }
 
 

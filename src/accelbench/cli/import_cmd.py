@@ -1,0 +1,34 @@
+"""`accelbench import`: runs from exported JSON files into the database, validated field by field."""
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="documents written by `accelbench export`")
+    parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE",
+                        help="tag every imported run (repeatable), e.g. --tag node=gpu01")
+    parser.add_argument("--db", metavar="PATH", help="results database")
+
+
+def parse_tags(items: list[str]) -> dict[str, str]:
+    from accelbench.errors import UsageError
+
+    tags = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--tag: {item!r} is not KEY=VALUE")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def run(args) -> int:
+    from accelbench.store.db import Store
+    from accelbench.store.export import import_document, read_json
+
+    tags = parse_tags(args.tag)
+    with Store(args.db) as store:
+        for path in args.files:
+            added = import_document(store, read_json(path), tags=tags or None, source=path)
+            print(f"{path}: {len(added)} run(s) imported" + (f" ({', '.join(added)})" if added else
+                                                            " (already present)"))
+    return 0

@@ -1,0 +1,36 @@
+"""`accelbench runs`: the runs stored in the database, newest first."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    parser.add_argument("--db", metavar="PATH", help="results database")
+    parser.add_argument("--json", action="store_true", help="print as JSON")
+
+
+def run(args) -> int:
+    from dataclasses import asdict
+
+    from accelbench.store.db import Store
+
+    with Store(args.db) as store:
+        runs = store.runs(limit=args.limit)
+        path = store.path
+    if args.json:
+        json.dump([asdict(r) for r in runs], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"[bold]Runs[/] in {path}", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("run", "started (UTC)", "status", "host", "results", "skips", "tags"):
+        table.add_column(column, no_wrap=column in ("run", "started (UTC)"))
+    for r in runs:
+        table.add_row(r.id, r.started_at[:19], r.status, r.hostname, str(r.result_count), str(r.skip_count),
+                      ", ".join(f"{k}={v}" for k, v in r.tags.items()))
+    Console(highlight=False).print(table if runs else f"no runs stored in {path} yet: try `accelbench run`")
+    return 0

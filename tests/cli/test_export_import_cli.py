@@ -1,0 +1,32 @@
+import json
+
+from accelbench.cli.main import main
+from accelbench.store.db import Store
+
+
+def test_export_then_import_into_another_database(tmp_path, capsys):
+    source, target, document = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "run.json"
+    assert main(["run", "reduce", "--sizes", "2048", "--backend", "numpy", "--rigor", "quick",
+                 "--db", str(source), "--no-progress"]) == 0
+    assert main(["export", "latest", "-o", str(document), "--db", str(source)]) == 0
+    assert main(["import", str(document), "--tag", "node=n1", "--db", str(target)]) == 0
+    assert main(["import", str(document), "--db", str(target)]) == 0  # a second import adds nothing
+    capsys.readouterr()
+    with Store(source) as a, Store(target) as b:
+        (run_a,), (run_b,) = a.runs(), b.runs()
+        assert run_a.id == run_b.id and b.tags(run_b.id) == {"node": "n1"}
+        assert [m.to_dict() for m in a.results(run_a.id)] == [m.to_dict() for m in b.results(run_b.id)]
+    assert main(["runs", "--json", "--db", str(target)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["id"] == run_a.id
+
+
+def test_import_rejects_a_bad_document_naming_the_field(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "accelbench-results", "format_version": 1, "runs": [{"id": 5}]}))
+    assert main(["import", str(bad), "--db", str(tmp_path / "c.sqlite")]) == 2
+    assert "runs[0]" in capsys.readouterr().err
+
+
+def test_unknown_run_reference_exits_2(tmp_path, capsys):
+    assert main(["export", "nosuchrun", "--db", str(tmp_path / "e.sqlite")]) == 2
+    assert "nosuchrun" in capsys.readouterr().err
