@@ -121,5 +121,5 @@ def _probe_table(inventory: Inventory, debug: bool) -> Table:
     for report in inventory.probes:
         style = "green" if report.status == OK else "yellow"
         table.add_row(report.probe, f"[{style}]{report.status}[/]", f"{report.elapsed_s * 1000:.0f} ms",
-                      escape(report.message) + ("" if debug or not report.debug else "  [dim](--debug shows why)[/]"))
+                      escape(report.message) + ("  [dim](--debug shows why)[/]" if report.status == "error" and not debug else ""))
     return table

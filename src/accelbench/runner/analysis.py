@@ -59,7 +59,7 @@ def rate_of(m: Measurement, median_s: float) -> tuple[float | None, str]:
 
 def peak_metric(m: Measurement, unit: str, device: Device | None) -> str | None:
     if unit == "B/s":
-        return None if m.spec.workload == "transfer" else "memory_bandwidth"
+        return None if m.spec.workload == "memcpy" else "memory_bandwidth"
     metric = DTYPE_METRIC.get(str(m.spec.param("dtype")))
     if metric and device and any(p.metric == f"{metric}_matrix" for p in device.peaks):
         return f"{metric}_matrix"

@@ -58,6 +58,8 @@ def measure_item(item: PlanItem, backend, rigor: Rigor, seed: int, clock=None) -
 
 def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock) -> Measurement:
     device = item.spec.device
+    if prepared.self_timed is not None:
+        return _self_timed(item, workload, prepared)
 
     def synchronize():
         backend.synchronize(device)
@@ -80,6 +82,21 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock) -> 
         first_call_s=compute.first_call_s, work=workload.work(item.params), check=check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
         target_met=compute.target_met, threads=item.threads,
+        extra=prepared.metrics() if prepared.metrics else {},
+    )
+
+
+def _self_timed(item: PlanItem, workload, prepared) -> Measurement:
+    timed = prepared.self_timed()
+    check = prepared.verify()
+    warnings = list(timed.warnings)
+    if not check.passed:
+        warnings.insert(0, f"check failed, time not counted: {check.detail}")
+    return Measurement(
+        spec=item.spec, phases_s=dict(timed.phases_s), first_call_s=timed.first_call_s,
+        work=workload.work(item.params), check=check, warnings=tuple(warnings),
+        calls_per_sample=timed.calls_per_sample, target_met=timed.target_met, threads=item.threads,
+        extra=prepared.metrics() if prepared.metrics else {},
     )
 
 

@@ -25,6 +25,12 @@ class Prepared:
     to_device: Callable[[], Any] | None = None
     to_host: Callable[[], Any] | None = None
     release: Callable[[], None] | None = None
+    #: workload-specific figures after timing and verification (time to accuracy, latency
+    #: percentiles, peak memory...), stored in Measurement.extra; names carry units
+    metrics: Callable[[], dict] | None = None
+    #: for workloads that must time themselves (several processes, a training run): returns
+    #: SelfTimed; the runner then skips the harness for this instance
+    self_timed: Callable[[], "SelfTimed"] | None = None
 
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:
@@ -37,6 +43,17 @@ class Prepared:
                 result = step()
             return result
         return whole_trip
+
+
+@dataclass
+class SelfTimed:
+    """Samples a workload measured itself, with a device sync before every clock read."""
+
+    phases_s: dict[str, tuple[float, ...]]
+    first_call_s: float
+    warnings: tuple[str, ...] = ()
+    calls_per_sample: int = 1
+    target_met: bool = True
 
 
 class Workload:

@@ -1,4 +1,4 @@
-"""Host↔device copies over a size sweep, pageable and pinned where the backend allows."""
+"""`memcpy`: host↔device copies over a size sweep, pageable and pinned where the backend allows."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +10,8 @@ from accelbench.workloads.base import Prepared, Workload
 MIB = 1024**2
 
 
-class Transfer(Workload):
-    name = "transfer"
+class Memcpy(Workload):
+    name = "memcpy"
     description = "host→device and device→host copies (pageable and pinned host memory)"
     size_param, size_unit = "bytes", "bytes"
     dtypes = ("float32",)

@@ -1,0 +1,259 @@
+"""JAX (XLA) on the CPU and on NVIDIA / AMD GPUs.
+
+Two things differ from the other array backends:
+
+* jax arrays are immutable, so the ops ignore `out` and return a new array.
+* jax has no device-wide "wait for everything". Dispatch is asynchronous, so the backend keeps the
+  most recent array it produced on each device and `synchronize(device)` blocks on that one. XLA
+  runs a device's computations in order on one compute stream, so when the last one is ready all
+  earlier ones are too.
+
+The ops are jitted once each, so a + s*b and a*a + a are single fused kernels (the first call
+compiles; the harness times it apart). float32 matmul asks for "highest" precision: XLA's default
+on Ampere and later is TF32, which is not float32. float64 exists only when jax_enable_x64 is on.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import warnings
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from accelbench.backends.base import Availability, Backend
+from accelbench.errors import Unsupported, UsageError
+
+INSTALL_HINT = "pip install accelbench[jax]"
+_GPU_PLATFORMS = ("cuda", "rocm")
+
+
+def _safely(probe: Callable[[], Any], default: Any) -> Any:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return probe()
+    except Exception:  # noqa: BLE001 - a platform jax was not built for raises RuntimeError
+        return default
+
+
+def xla_cpu_threads() -> int:
+    """Threads XLA's CPU client starts with: fixed for the life of the process."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if re.search(r"--xla_cpu_multi_thread_eigen=(false|0)\b", flags):
+        return 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _gpu_vendor(device: Any) -> str:
+    version = str(_safely(lambda: device.client.platform_version, "")).lower()
+    return "rocm" if "rocm" in version else "cuda"
+
+
+class JaxBackend(Backend):
+    name = "jax"
+    asynchronous = True  # dispatch returns before the work is done, on the CPU too
+
+    def __init__(self, jax_module: Any = None) -> None:
+        self._module = jax_module
+        self._failure: str | None = None
+        self._import_tried = False
+        self._devices: dict[str, Any] | None = None   # accelbench id -> jax Device
+        self._last: dict[str, Any] = {}               # accelbench id -> newest array made there
+        self._kernels: dict[str, Callable] | None = None
+
+    # -- loading -------------------------------------------------------------------------------
+    def _jax(self) -> Any:
+        if self._module is None:
+            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # GPU numbers as NVML's
+            import jax
+
+            self._module = jax
+        return self._module
+
+    def _import_failure(self) -> str | None:
+        """Why the framework cannot be imported (None: it can); tried once, then remembered."""
+        if not self._import_tried:
+            self._failure, self._import_tried = self._try_import(), True
+        return self._failure
+
+    def _try_import(self) -> str | None:
+        try:
+            self._jax()
+        except ModuleNotFoundError as error:
+            if error.name in ("jax", "jaxlib"):
+                return f"{error.name} is not installed: {INSTALL_HINT}"
+            return f"jax failed to import: {error}"
+        except Exception as error:  # noqa: BLE001 - a broken install
+            return f"jax failed to import: {type(error).__name__}: {error}"
+        return None
+
+    # -- discovery -------------------------------------------------------------------------------
+    def availability(self) -> Availability:
+        failure = self._import_failure()
+        if failure:
+            return Availability(False, failure)
+        if not self._discover():
+            return Availability(False, "jax reports no device")
+        return Availability(True)
+
+    def _discover(self) -> dict[str, Any]:
+        if self._devices is not None:
+            return self._devices
+        if self._import_failure():
+            return {}
+        jax, found = self._jax(), {}
+        cpus = _safely(lambda: jax.devices("cpu"), [])
+        if cpus:
+            found["cpu"] = cpus[0]  # several host "devices" (forced for testing) are one CPU
+        gpus = [(p, d) for p in _GPU_PLATFORMS for d in _safely(lambda: jax.devices(p), [])]
+        if not gpus:  # older jax knows both vendors only as "gpu"
+            gpus = [(_gpu_vendor(d), d) for d in _safely(lambda: jax.devices("gpu"), [])]
+        for platform, device in gpus:
+            index = getattr(device, "local_hardware_id", None)  # the CUDA/HIP ordinal
+            found[f"{platform}:{device.id if index is None else index}"] = device
+        self._devices = found
+        return found
+
+    def device_ids(self) -> list[str]:
+        return list(self._discover())
+
+    def _device(self, device: str) -> Any:
+        found = self._discover()
+        if device not in found:
+            raise UsageError(f"jax cannot reach {device!r}; reachable here: {', '.join(found) or 'none'}")
+        return found[device]
+
+    def x64_enabled(self) -> bool:
+        config = self._jax().config
+        for probe in (lambda: config.read("jax_enable_x64"), lambda: config.jax_enable_x64):
+            value = _safely(probe, None)
+            if value is not None:
+                return bool(value)
+        return False
+
+    def dtypes(self, device: str) -> tuple[str, ...]:
+        jax_device = self._device(device)
+        wide = ("float64",) if self.x64_enabled() else ()
+        if device == "cpu":
+            # XLA's CPU halves are converted to float32 to compute: not offered as fp16/bf16
+            return wide + ("float32",)
+        capability = _safely(lambda: float(jax_device.compute_capability), None)
+        bf16 = device.startswith("rocm") or (capability is not None and capability >= 8.0)
+        return wide + ("float32", "float16") + (("bfloat16",) if bf16 else ())
+
+    def versions(self) -> dict[str, str]:
+        if self._import_failure():
+            return {}
+        import importlib.metadata
+
+        found = {"jax": str(self._jax().__version__), "jax_enable_x64": str(self.x64_enabled())}
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found["jaxlib"] = importlib.metadata.version("jaxlib")
+        return found
+
+    # -- data movement -------------------------------------------------------------------------
+    def _remember(self, array: Any) -> Any:
+        """Keep the newest array per device: synchronize() waits on it."""
+        self._last[self.location(array)] = array
+        return array
+
+    def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
+        if pinned:
+            raise Unsupported("the jax backend has no pinned host memory")
+        target = self._device(device)
+        # on the CPU jax may alias an aligned numpy buffer: copy, so a "transfer" is a real memcpy
+        host = np.array(array, copy=True) if device == "cpu" else np.ascontiguousarray(array)
+        return self._remember(self._jax().device_put(host, target))
+
+    def to_host(self, array: Any) -> np.ndarray:
+        host = np.array(array, copy=True)  # blocks until the array is ready
+        return host.astype(np.float32) if host.dtype.name == "bfloat16" else host
+
+    def location(self, array: Any) -> str:
+        (device,) = tuple(array.devices())
+        for device_id, known in self._discover().items():
+            if known == device:
+                return device_id
+        return f"{device.platform}:{device.id}"
+
+    def synchronize(self, device: str) -> None:
+        last = self._last.pop(device, None)
+        if last is not None:
+            last.block_until_ready()
+
+    # -- arrays on the device ------------------------------------------------------------------
+    def namespace(self, device: str) -> Any:
+        return self._jax().numpy
+
+    def _dtype(self, dtype: str, device: str) -> Any:
+        if dtype not in self.dtypes(device):
+            raise Unsupported(f"jax has no {dtype} on {device} (it has {', '.join(self.dtypes(device))})")
+        return getattr(self._jax().numpy, dtype)
+
+    def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
+        jax, target, wanted = self._jax(), self._device(device), self._dtype(dtype, device)
+        make_key = getattr(jax.random, "key", None) or jax.random.PRNGKey  # key() from jax 0.4.16
+        with jax.default_device(target):
+            values = jax.random.uniform(make_key(seed), shape, dtype=wanted, minval=-1.0, maxval=1.0)
+        return self._remember(values)
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        jax, target, wanted = self._jax(), self._device(device), self._dtype(dtype, device)
+        with jax.default_device(target):
+            return self._remember(jax.numpy.zeros(shape, dtype=wanted))  # jax has no uninitialised memory
+
+    def astype(self, array: Any, dtype: str) -> Any:
+        return self._remember(array.astype(self._dtype(dtype, self.location(array))))
+
+    # -- ops: jitted once each; `out` is ignored (jax arrays are immutable) ---------------------
+    def _kernel(self, name: str) -> Callable:
+        if self._kernels is None:
+            jax = self._jax()
+            jnp = jax.numpy
+            self._kernels = {
+                "matmul": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
+                "scale": jax.jit(lambda a, s: a * s),        # s traced: no recompile per value
+                "add": jax.jit(lambda a, b: a + b),
+                "triad": jax.jit(lambda a, b, s: a + s * b),
+                "total": jax.jit(jnp.sum),
+                "elementwise": jax.jit(lambda a: a * a + a),
+            }
+        return self._kernels[name]
+
+    def matmul(self, a, b, out=None):
+        return self._remember(self._kernel("matmul")(a, b))
+
+    def copy(self, a, out=None):
+        # not jitted: XLA would forward an identity's input instead of copying it
+        return self._remember(self._jax().numpy.copy(a))
+
+    def scale(self, a, scalar, out=None):
+        return self._remember(self._kernel("scale")(a, scalar))
+
+    def add(self, a, b, out=None):
+        return self._remember(self._kernel("add")(a, b))
+
+    def triad(self, a, b, scalar, out=None):
+        return self._remember(self._kernel("triad")(a, b, scalar))
+
+    def total(self, a):
+        return self._remember(self._kernel("total")(a))
+
+    def elementwise(self, a, out=None):
+        return self._remember(self._kernel("elementwise")(a))
+
+    # -- CPU threads -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def threads(self, count: int | None) -> Iterator[int | None]:
+        """XLA sizes its CPU thread pool once, at start-up: only that count can be honoured."""
+        in_force = xla_cpu_threads()
+        if count is not None and count != in_force:
+            raise Unsupported(
+                f"jax's CPU thread pool is fixed at start-up ({in_force} threads here), cannot run "
+                f"with {count}; for one thread set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
+                "before jax is imported")
+        yield in_force

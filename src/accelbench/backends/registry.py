@@ -1,0 +1,134 @@
+"""Find backends by name, load one only when asked, and say which are usable and why not.
+
+Backends are registered through the entry-point group "accelbench.backends" (the built-ins too,
+in pyproject.toml), so a third-party package adds one by declaring an entry point. When the
+package metadata is missing (running from a source tree without `pip install -e .`) the built-in
+table below stands in. Importing this module imports no framework: a backend's module is imported
+by `get_backend`, and its framework only when the backend itself needs it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import Any
+
+from accelbench.backends.base import Availability, Backend
+from accelbench.errors import UsageError
+
+ENTRY_POINT_GROUP = "accelbench.backends"
+
+# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
+BUILTIN_BACKENDS: dict[str, str] = {
+    "numpy": "accelbench.backends.numpy_backend:NumpyBackend",
+    "torch": "accelbench.backends.torch_backend:TorchBackend",
+    "jax": "accelbench.backends.jax_backend:JaxBackend",
+    "cupy": "accelbench.backends.cupy_backend:CupyBackend",
+    "pyopencl": "accelbench.backends.opencl_backend:OpenCLBackend",
+}
+
+_instances: dict[str, Backend] = {}
+_registered: dict[str, Any] = {}  # in-process additions: name -> class or "module:Class"
+
+
+class BackendLoadError(ImportError):
+    """A backend's own module or class could not be loaded (not: its framework is missing)."""
+
+
+def _entry_point_targets() -> dict[str, str]:
+    """name -> "module:Class" from installed metadata; {} when there is none to read."""
+    try:
+        found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception:  # noqa: BLE001 - unreadable metadata must not stop discovery
+        return {}
+    targets: dict[str, str] = {}
+    for entry_point in found:
+        # two distributions declaring one name (a stale egg-info, say): the first one wins
+        targets.setdefault(entry_point.name, entry_point.value)
+    return targets
+
+
+def _targets() -> dict[str, Any]:
+    """Every known backend: built-ins, then entry points (which may replace them), then registered."""
+    targets: dict[str, Any] = dict(BUILTIN_BACKENDS)
+    targets.update(_entry_point_targets())
+    targets.update(_registered)
+    return targets
+
+
+def backend_names() -> list[str]:
+    """Built-ins first, in their usual order, then any others by name."""
+    names = list(_targets())
+    builtin = [n for n in BUILTIN_BACKENDS if n in names]
+    return builtin + sorted(n for n in names if n not in BUILTIN_BACKENDS)
+
+
+def register_backend(name: str, target: Any) -> None:
+    """Add (or replace) a backend in this process: a Backend subclass or "module:Class"."""
+    _registered[name] = target
+    _instances.pop(name, None)
+
+
+def _unknown(name: str) -> UsageError:
+    return UsageError(f"unknown backend {name!r}; accepted: {', '.join(backend_names())}")
+
+
+def _import_target(name: str, target: str) -> type:
+    module_name, _, attribute = target.partition(":")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in filter(None, attribute.split(".")):
+            value = getattr(value, part)
+    except Exception as error:  # noqa: BLE001 - any failure here is the plugin's, reported as such
+        raise BackendLoadError(
+            f"backend {name!r} could not be loaded from {target!r}: {type(error).__name__}: {error}"
+        ) from error
+    return value
+
+
+def backend_class(name: str) -> type:
+    """The Backend class registered under `name`, imported now."""
+    targets = _targets()
+    if name not in targets:
+        raise _unknown(name)
+    target = targets[name]
+    return _import_target(name, target) if isinstance(target, str) else target
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called `name`, created once per process and then reused.
+
+    Raises UsageError for a name nobody registered, BackendLoadError when its module is broken.
+    A backend whose framework is missing still loads: its availability() says why it cannot run.
+    """
+    if name not in _instances:
+        cls = backend_class(name)
+        try:
+            _instances[name] = cls()
+        except Exception as error:  # noqa: BLE001 - a constructor that fails is a broken plugin
+            raise BackendLoadError(f"backend {name!r} failed to start: {type(error).__name__}: {error}") from error
+    return _instances[name]
+
+
+def availability(name: str) -> Availability:
+    """Whether backend `name` can run here, and why not; never raises for a known name."""
+    try:
+        backend = get_backend(name)
+    except UsageError:
+        raise
+    except BackendLoadError as error:
+        return Availability(False, str(error))
+    try:
+        return backend.availability()
+    except Exception as error:  # noqa: BLE001 - a framework that breaks while probing is "not available"
+        return Availability(False, f"{name} failed while checking availability: {type(error).__name__}: {error}")
+
+
+def available_backends() -> dict[str, Availability]:
+    """name -> Availability for every known backend, in backend_names() order."""
+    return {name: availability(name) for name in backend_names()}
+
+
+def clear_cache() -> None:
+    """Forget created backends and in-process registrations (for tests)."""
+    _instances.clear()
+    _registered.clear()

@@ -1,0 +1,138 @@
+"""The backend registry: names from entry points (or the built-in table), lazy loading, availability."""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from accelbench.backends import registry
+from accelbench.backends.base import Availability, Backend
+from accelbench.errors import UsageError
+
+BUILTINS = ["numpy", "torch", "jax", "cupy", "pyopencl"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry():
+    registry.clear_cache()
+    yield
+    registry.clear_cache()
+
+
+def _entry_points(monkeypatch, *points: tuple[str, str]) -> None:
+    found = [importlib.metadata.EntryPoint(name, value, registry.ENTRY_POINT_GROUP) for name, value in points]
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points", lambda group=None: found)
+
+
+def test_lists_all_five_built_ins_in_order():
+    assert registry.backend_names()[:5] == BUILTINS
+
+
+def test_installed_metadata_registers_the_built_ins():
+    found = {ep.name: ep.value for ep in importlib.metadata.entry_points(group=registry.ENTRY_POINT_GROUP)}
+    if not found:
+        pytest.skip("running without installed metadata")
+    assert {name: found[name] for name in BUILTINS} == registry.BUILTIN_BACKENDS
+
+
+def test_without_metadata_the_built_in_table_stands_in(monkeypatch):
+    _entry_points(monkeypatch)
+    assert registry.backend_names() == BUILTINS
+    assert registry.get_backend("numpy").name == "numpy"
+
+
+def test_unreadable_metadata_does_not_stop_discovery(monkeypatch):
+    def broken(group=None):
+        raise OSError("corrupt RECORD")
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points", broken)
+    assert registry.backend_names() == BUILTINS
+
+
+def test_a_third_party_backend_is_found_through_its_entry_point(monkeypatch, tmp_path):
+    (tmp_path / "thirdparty_backend.py").write_text(textwrap.dedent("""
+        from accelbench.backends.base import Availability, Backend
+
+        class Accel(Backend):
+            name = "accel"
+            def availability(self):
+                return Availability(True)
+            def device_ids(self):
+                return ["accel:0"]
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _entry_points(monkeypatch, ("accel", "thirdparty_backend:Accel"), ("numpy", registry.BUILTIN_BACKENDS["numpy"]))
+    assert registry.backend_names() == BUILTINS + ["accel"]
+    backend = registry.get_backend("accel")
+    assert backend.device_ids() == ["accel:0"] and registry.available_backends()["accel"] == Availability(True)
+
+
+def test_get_backend_caches_one_instance():
+    assert registry.get_backend("numpy") is registry.get_backend("numpy")
+
+
+def test_unknown_name_is_a_usage_error_listing_the_accepted_names():
+    with pytest.raises(UsageError) as caught:
+        registry.get_backend("tensorflow")
+    message = str(caught.value)
+    assert "'tensorflow'" in message
+    assert "accepted: numpy, torch, jax, cupy, pyopencl" in message
+
+
+def test_available_backends_reports_every_backend_without_raising():
+    report = registry.available_backends()
+    assert list(report)[:5] == BUILTINS
+    assert all(isinstance(a, Availability) for a in report.values())
+    assert report["numpy"].ok
+    for name in ("jax", "cupy", "pyopencl"):
+        assert report[name].ok or report[name].reason, name  # a "no" always says why
+    if importlib.util.find_spec("jax") is None:
+        assert report["jax"] == Availability(False, "jax is not installed: pip install accelbench[jax]")
+    if importlib.util.find_spec("cupy") is None:
+        assert report["cupy"] == Availability(False, "cupy is not installed: pip install accelbench[cupy]")
+
+
+def test_a_broken_plugin_is_unavailable_with_its_error(monkeypatch, tmp_path):
+    (tmp_path / "broken_backend.py").write_text("raise OSError('libaccel.so: cannot open shared object file')\n")
+    (tmp_path / "flaky_backend.py").write_text(textwrap.dedent("""
+        from accelbench.backends.base import Backend
+
+        class Flaky(Backend):
+            name = "flaky"
+            def availability(self):
+                raise RuntimeError("driver crashed while probing")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _entry_points(monkeypatch, ("broken", "broken_backend:Broken"), ("flaky", "flaky_backend:Flaky"),
+                  ("missing", "no_such_module:Backend"))
+    report = registry.available_backends()
+    assert not report["broken"].ok and "libaccel.so: cannot open shared object file" in report["broken"].reason
+    assert not report["flaky"].ok and "driver crashed while probing" in report["flaky"].reason
+    assert not report["missing"].ok and "no_such_module" in report["missing"].reason
+    with pytest.raises(registry.BackendLoadError):
+        registry.get_backend("broken")
+
+
+def test_register_backend_in_process():
+    class Fake(Backend):
+        name = "fake"
+
+        def availability(self):
+            return Availability(True)
+
+    registry.register_backend("fake", Fake)
+    assert "fake" in registry.backend_names() and isinstance(registry.get_backend("fake"), Fake)
+
+
+def test_importing_listing_and_creating_backends_loads_no_framework():
+    heavy = ("torch", "jax", "cupy", "pyopencl")
+    code = ("from accelbench.backends import registry; registry.backend_names(); "
+            "[registry.get_backend(n) for n in ('numpy', 'torch', 'jax', 'cupy')]\n"
+            f"import sys, json; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
