@@ -29,3 +29,17 @@ def test_merge_fills_missing_and_never_overwrites():
 def test_probe_names():
     assert parse_probe_names(None) == ("cpu", "nvidia", "amd", "apple", "opencl")
     assert "torch" in parse_probe_names("all")
+
+
+def test_measured_above_formula_is_explained(monkeypatch):
+    from accelbench.devices import inventory
+
+    device = Device("cpu", "cpu", "Intel", "Xeon", "procfs",
+                    peaks=(PeakFigure("fp32", 333e9, "formula", "2 cores × 2.6 GHz × 64 FLOP/cycle"),))
+    measured = PeakFigure("fp32", 420e9, "measured", "matmul in run r1")
+    monkeypatch.setattr(inventory, "_stored_rates", lambda dev, db: {"fp32": measured})
+    result = inventory.add_measured_peaks(device)
+    assert result.peak("fp32").provenance == "measured" and result.peak("fp32", "formula").value == 333e9
+    assert any("exceeds the formula" in w and "26%" in w for w in result.warnings)
+    monkeypatch.setattr(inventory, "_stored_rates", lambda dev, db: {"fp32": PeakFigure("fp32", 300e9, "measured", "x")})
+    assert not inventory.add_measured_peaks(device).warnings

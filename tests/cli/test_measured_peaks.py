@@ -1,0 +1,25 @@
+"""After a run, `accelbench info` shows the measured ceilings next to formula and table figures."""
+import json
+
+from accelbench.cli.main import main
+
+
+def test_info_shows_measured_peaks_after_a_run(capsys):
+    # conftest points ACCELBENCH_DB at a fresh file: run and info share it
+    assert main(["run", "matmul", "--sizes", "256", "--dtype", "float32", "--backend", "numpy",
+                 "--rigor", "quick", "--no-progress"]) == 0
+    assert main(["run", "stream", "--sizes", "262144", "--dtype", "float64", "--backend", "numpy",
+                 "--rigor", "quick", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["info", "--json", "--probe", "cpu"]) == 0
+    (cpu,) = json.loads(capsys.readouterr().out)["devices"]
+    measured = {p["metric"]: p for p in cpu["peaks"] if p["provenance"] == "measured"}
+    assert set(measured) == {"fp32", "memory_bandwidth"}
+    assert measured["fp32"]["value"] > 1e8 and "matmul" in measured["fp32"]["detail"]
+    assert measured["memory_bandwidth"]["inputs"]["workload"] == "stream"
+
+
+def test_info_without_any_run_has_no_measured_peaks(capsys):
+    assert main(["info", "--json", "--probe", "cpu"]) == 0
+    (cpu,) = json.loads(capsys.readouterr().out)["devices"]
+    assert not [p for p in cpu["peaks"] if p["provenance"] == "measured"]
