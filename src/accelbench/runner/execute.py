@@ -45,7 +45,8 @@ def phase_rigor(rigor: Rigor) -> Rigor:
                                min_samples=max(6, rigor.min_samples // 2))  # a 95% CI needs 6
 
 
-def measure_item(item: PlanItem, backend, rigor: Rigor, seed: int, clock=None) -> Measurement:
+def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None) -> Measurement:
+    rigor = get_rigor(rigor)
     spec = item.spec
     workload = get_workload(spec.workload)
     prepared = workload.prepare(backend, spec.device, item.params, seed)
