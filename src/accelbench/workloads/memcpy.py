@@ -17,7 +17,7 @@ class Memcpy(Workload):
     dtypes = ("float32",)
 
     def grid(self, sizes, dtypes, quick):
-        sizes = sizes or ([1 * MIB, 16 * MIB, 128 * MIB] if quick else [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB])
+        sizes = sizes or ([1 * MIB, 64 * MIB] if quick else [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB])
         return [{"direction": d, "bytes": s, "pinned": p}
                 for p in (False, True) for d in ("h2d", "d2h") for s in sizes]
 

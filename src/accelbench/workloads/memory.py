@@ -57,8 +57,9 @@ class Stream(_ArrayWorkload):
 
     def grid(self, sizes, dtypes, quick):
         sizes = sizes or [QUICK_ELEMENTS if quick else DEFAULT_ELEMENTS]
+        kernels = ("copy", "triad") if quick else tuple(STREAM_KERNELS)
         return [{"kernel": k, "n": n, "dtype": d}
-                for d in (dtypes or ["float64"]) for n in sizes for k in STREAM_KERNELS]
+                for d in (dtypes or ["float64"]) for n in sizes for k in kernels]
 
     def work(self, params):
         reads, writes, flops = STREAM_KERNELS[params["kernel"]]
