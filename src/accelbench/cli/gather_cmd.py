@@ -1,0 +1,110 @@
+"""`accelbench gather`: import finished cluster jobs' results into the local database.
+
+Reads the manifest that `accelbench submit` keeps in the results folder, asks Slurm about each
+job, imports every results file (validated; again adds nothing), and reports every job that did
+not succeed with its Slurm state and the tail of its logs.
+Exit status: 0 every job succeeded and its results are in the database; 1 a job failed, was
+refused by sbatch, or left no usable results; 3 none failed but some are still queued or running.
+"""
+from __future__ import annotations
+
+import sys
+
+EXIT_FAILED, EXIT_STILL_RUNNING = 1, 3
+
+
+def add_arguments(parser) -> None:
+    from accelbench.cli.submit_cmd import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
+
+    parser.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
+                        help=f"the folder given to `accelbench submit --results-dir` (default ./{DEFAULT_RESULTS_DIR})")
+    parser.add_argument("--submission", metavar="ID",
+                        help="only this submission's jobs (`latest` for the last one); default: every job")
+    parser.add_argument("--db", metavar="PATH", help="results database to import into")
+    parser.add_argument("--wait", action="store_true", help="first wait for the jobs still queued or running")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"stop waiting after this long (default {DEFAULT_WAIT_TIMEOUT_S:.0f})")
+    parser.add_argument("--poll", type=float, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from accelbench.cluster.gather import select
+    from accelbench.cluster.manifest import load_manifest, manifest_path
+    from accelbench.errors import UsageError
+
+    folder = Path(args.results_dir).expanduser().absolute()
+    if not manifest_path(folder).exists():
+        raise UsageError(f"{folder}: no job manifest ({manifest_path(folder).name}) here; accepted: "
+                         f"the --results-dir of an `accelbench submit`")
+    records = select(load_manifest(folder), args.submission)
+    known = None
+    if args.wait:
+        known, _ = wait_and_report([r.job_id for r in records if r.job_id],
+                                   timeout_s=args.timeout, poll_s=args.poll)
+    return gather_and_report(folder, args.db, records=records, known=known)
+
+
+def wait_and_report(job_ids: list[str], *, timeout_s: float, poll_s: float, out=None):
+    """Wait (bounded) for the jobs, printing each state change; returns (states, all ended)."""
+    out = out or sys.stdout  # looked up per call, not at import: callers and tests swap sys.stdout
+    import time
+
+    from accelbench.cluster.slurm import wait
+
+    started = time.monotonic()
+
+    def changed(state) -> None:
+        where = f" on {state.node}" if state.node else ""
+        print(f"  {time.monotonic() - started:6.1f} s  job {state.job_id}: {state.state}{where}",
+              file=out, flush=True)
+
+    if not job_ids:
+        return {}, True
+    print(f"waiting for {len(job_ids)} job(s), at most {timeout_s:.0f} s", file=out, flush=True)
+    states, finished = wait(job_ids, timeout_s=timeout_s, poll_s=poll_s, on_change=changed)
+    if not finished:
+        print(f"stopped waiting after {timeout_s:.0f} s; jobs still queued or running are reported "
+              f"below, and `accelbench gather` collects them later", file=out)
+    return states, finished
+
+
+def gather_and_report(results_dir, db, *, records=None, known=None, out=None) -> int:
+    out = out or sys.stdout
+    from accelbench.cluster.gather import gather
+    from accelbench.store.db import Store
+
+    with Store(db) as store:
+        report = gather(results_dir, store, known=known, records=records)
+        db_path = store.path
+    if report.slurm_error:
+        print(f"note: Slurm could not be asked ({report.slurm_error}); states come from the files",
+              file=out)
+    for outcome in report.outcomes:
+        print_outcome(outcome, out)
+    imported = sum(len(o.imported) for o in report.outcomes)
+    ok, failed, active = (report.count(s) for s in ("ok", "failed", "active"))
+    print(f"{len(report.outcomes)} job(s): {ok} ok, {failed} failed, {active} still queued or running; "
+          f"{imported} run(s) newly imported into {db_path}", file=out)
+    if failed:
+        return EXIT_FAILED
+    return EXIT_STILL_RUNNING if active else 0
+
+
+def print_outcome(outcome, out=None) -> None:
+    out = out or sys.stdout
+    record, state = outcome.record, outcome.state
+    name = f"job {record.job_id}" if record.job_id else f"job #{record.index} (not submitted)"
+    node = state.node or record.target.label()
+    runs = ""
+    if outcome.imported:
+        runs = f"; imported run(s) {', '.join(outcome.imported)}"
+    elif outcome.present:
+        runs = f"; run(s) {', '.join(outcome.present)} already in the database"
+    marker = {"ok": "ok", "active": "..", "failed": "FAILED"}[outcome.status]
+    print(f"[{marker}] {name} ({node}): {state.describe()}{runs}", file=out)
+    if outcome.problem and outcome.problem != state.reason:
+        print(f"    problem: {outcome.problem}", file=out)
+    for line in outcome.log_tail:
+        print(f"    | {line}", file=out)

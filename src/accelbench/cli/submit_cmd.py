@@ -1,0 +1,192 @@
+"""`accelbench submit`: run the same suite as Slurm batch jobs, one per node, partition or GPU type.
+
+Each job runs `python -m accelbench run <selection>` on its node and exports the run into the
+results folder (which must be on a filesystem the nodes share); `accelbench gather` (or --wait)
+brings the results into the local database. docs/cluster.md describes the options in full.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+DEFAULT_RESULTS_DIR = "accelbench-results"
+DEFAULT_WAIT_TIMEOUT_S = 3600.0
+_UNSAFE_PATH = re.compile(r"[\s%'\"\\$`]")  # #SBATCH lines take no quoting; % is sbatch's placeholder
+
+
+def add_arguments(parser) -> None:
+    from accelbench.backends.base import DTYPES
+    from accelbench.cli.run_cmd import RIGOR_NAMES
+
+    sel = parser.add_argument_group("what each job runs (the options of `accelbench run`)")
+    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="workloads (default: the quick suite)")
+    sel.add_argument("--sizes", help="comma-separated sizes, as for `accelbench run`")
+    sel.add_argument("--dtype", help=f"comma-separated dtypes ({', '.join(DTYPES)})")
+    sel.add_argument("--device", help="comma-separated device ids, as the nodes' `accelbench info` shows them")
+    sel.add_argument("--backend", help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
+    sel.add_argument("--rigor", choices=RIGOR_NAMES, help="as for `accelbench run`")
+    sel.add_argument("--quick", action="store_true", help="use the workloads' small quick grids")
+    sel.add_argument("--seed", type=int, help="seed for the random inputs")
+    add_slurm_arguments(parser)
+    add_wait_arguments(parser)
+
+
+def add_slurm_arguments(parser) -> None:
+    slurm = parser.add_argument_group("where the jobs run (Slurm)")
+    slurm.add_argument("--partition", help="comma-separated partitions: one job per partition (see --jobs-per)")
+    slurm.add_argument("--nodelist", help="comma-separated nodes or a hostlist (gpu[01-04]): one job per node")
+    slurm.add_argument("--gres", action="append", default=[], metavar="GRES",
+                       help="generic resources, e.g. gpu:1 or gpu:a100:1; repeat for one job per GPU type")
+    slurm.add_argument("--constraint", action="append", default=[], metavar="FEATURES",
+                       help="node features, e.g. a100; repeat for one job per feature set")
+    slurm.add_argument("--jobs-per", metavar="DIMS",
+                       help="which lists become separate jobs: comma-separated from partition, gres, "
+                            "constraint (default: all; nodes are always one job each)")
+    slurm.add_argument("--repeat", type=int, default=1, metavar="N", help="N jobs per target (default 1)")
+    slurm.add_argument("--max-jobs", type=int, default=64, metavar="N", help="refuse to submit more (default 64)")
+    slurm.add_argument("--exclusive", action="store_true", help="no other job on the node while it measures")
+    slurm.add_argument("--time", metavar="LIMIT", help="time limit per job, e.g. 00:30:00 (sbatch --time)")
+    slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs for the job (sbatch --cpus-per-task)")
+    slurm.add_argument("--account", help="sbatch --account")
+    slurm.add_argument("--qos", help="sbatch --qos")
+    slurm.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
+                       help="any other sbatch option, e.g. --sbatch-arg=--mem=16G (repeatable)")
+    slurm.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR, metavar="DIR",
+                       help=f"shared folder for scripts, logs, results, manifest (default ./{DEFAULT_RESULTS_DIR})")
+    slurm.add_argument("--python", default=sys.executable, metavar="PATH",
+                       help="Python with accelbench on the compute nodes (default: this one)")
+    slurm.add_argument("--dry-run", action="store_true", help="write and print the batch scripts; submit nothing")
+
+
+def add_wait_arguments(parser) -> None:
+    wait = parser.add_argument_group("waiting and gathering")
+    wait.add_argument("--wait", action="store_true", help="wait for the jobs, then gather their results")
+    wait.add_argument("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
+                      help=f"stop waiting after this long (default {DEFAULT_WAIT_TIMEOUT_S:.0f})")
+    wait.add_argument("--poll", type=float, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
+    wait.add_argument("--db", metavar="PATH", help="local results database to gather into")
+
+
+def run_arguments(args) -> list[str]:
+    """The `accelbench run` arguments every job gets, checked here so a typo fails before any job."""
+    from accelbench.backends.base import DTYPES
+    from accelbench.backends.registry import backend_names
+    from accelbench.errors import UsageError
+    from accelbench.runner.plan import parse_list, parse_sizes
+    from accelbench.workloads.registry import WORKLOADS
+
+    for name in args.workloads:
+        if name not in WORKLOADS:
+            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(WORKLOADS)}")
+    parse_sizes(args.sizes)
+    parse_list(args.dtype, DTYPES, "--dtype")
+    parse_list(args.backend, backend_names(), "--backend")
+    argv = list(args.workloads)
+    for option in ("sizes", "dtype", "device", "backend", "rigor", "seed"):
+        value = getattr(args, option)
+        if value is not None:
+            argv += [f"--{option}", str(value)]
+    return argv + (["--quick"] if args.quick else [])
+
+
+def _results_dir(text: str) -> Path:
+    from accelbench.errors import UsageError
+
+    folder = Path(text).expanduser().absolute()
+    if _UNSAFE_PATH.search(str(folder)):
+        raise UsageError(f"--results-dir {folder}: choose a path without spaces, quotes, $ or % "
+                         f"(sbatch reads it from #SBATCH lines, unquoted)")
+    return folder
+
+
+def _settings(args, results_dir: Path):
+    from accelbench.cluster.script import JobSettings
+    from accelbench.errors import UsageError
+
+    for option in args.sbatch_arg:
+        if not option.startswith("-") or re.search(r"\s", option):
+            raise UsageError(f"--sbatch-arg {option!r}: one sbatch option without spaces, e.g. "
+                             f"--sbatch-arg=--mem=16G (#SBATCH lines take no quoting)")
+    if args.cpus_per_task is not None and args.cpus_per_task < 1:
+        raise UsageError(f"--cpus-per-task: {args.cpus_per_task} is not a whole number >= 1")
+    return JobSettings(run_args=tuple(run_arguments(args)), python=args.python,
+                       results_dir=results_dir, workdir=Path.cwd(), time=args.time,
+                       exclusive=args.exclusive, cpus_per_task=args.cpus_per_task,
+                       account=args.account, qos=args.qos, extra_sbatch=tuple(args.sbatch_arg))
+
+
+def _targets(args):
+    from accelbench.cluster.slurm import expand_nodelist
+    from accelbench.cluster.targets import expand_targets, parse_jobs_per, split_list
+
+    return expand_targets(nodes=expand_nodelist(args.nodelist), partitions=split_list(args.partition),
+                          gres=[g for g in args.gres if g.strip()],
+                          constraints=[c for c in args.constraint if c.strip()],
+                          repeat=args.repeat, jobs_per=parse_jobs_per(args.jobs_per),
+                          max_jobs=args.max_jobs)
+
+
+def submit_all(settings, targets, submission: str, out=None, dry_run: bool = False) -> list:
+    """Write each target's script, hand it to sbatch, record it in the manifest at once (so a
+    job is never lost, even if this process dies half-way); returns the records."""
+    out = out or sys.stdout  # looked up per call: callers and tests swap sys.stdout
+    from accelbench.cluster.manifest import JobRecord, add_jobs
+    from accelbench.cluster.script import render_script
+    from accelbench.cluster.slurm import submit
+    from accelbench.store.db import utc_now_iso
+
+    scripts = settings.results_dir / "scripts"
+    for sub in ("scripts", "logs", "jobs"):
+        (settings.results_dir / sub).mkdir(parents=True, exist_ok=True)
+    records = []
+    for index, target in enumerate(targets, start=1):
+        script = scripts / f"{submission}-{index}.sbatch"
+        script.write_text(render_script(settings, target, f"submission {submission}, job {index} of "
+                                                          f"{len(targets)}: {target.label()}"))
+        if dry_run:
+            print(f"# {script}\n{script.read_text()}", file=out)
+            continue
+        sent = submit(script)
+        record = JobRecord(submission=submission, index=index, target=target,
+                           script=str(script.relative_to(settings.results_dir)),
+                           submitted_at=utc_now_iso(), command=settings.run_args,
+                           job_id=sent.job_id, rejected=None if sent.job_id else sent.message)
+        add_jobs(settings.results_dir, [record])
+        records.append(record)
+        if sent.job_id:
+            print(f"submitted job {sent.job_id}: {target.label()}", file=out, flush=True)
+        else:
+            print(f"sbatch refused job {index} ({target.label()}): {sent.message}", file=out, flush=True)
+    return records
+
+
+def run(args) -> int:
+    from accelbench.cli.gather_cmd import gather_and_report, wait_and_report
+    from accelbench.store.db import new_run_id
+
+    results_dir = _results_dir(args.results_dir)
+    settings, targets = _settings(args, results_dir), _targets(args)
+    submission = new_run_id()
+    records = submit_all(settings, targets, submission, dry_run=args.dry_run)
+    if args.dry_run:
+        print(f"dry run: {len(targets)} batch script(s) written to {results_dir / 'scripts'}; nothing submitted")
+        return 0
+    job_ids = [r.job_id for r in records if r.job_id]
+    refused = len(records) - len(job_ids)
+    print(f"submission {submission}: {len(job_ids)} job(s) submitted" +
+          (f", {refused} refused by sbatch" if refused else "") + f"; results folder {results_dir}")
+    if not args.wait:
+        if job_ids:
+            print(f"when they finish: accelbench gather {_shown(results_dir)} --submission {submission}")
+        return 1 if refused else 0
+    known, _ = wait_and_report(job_ids, timeout_s=args.timeout, poll_s=args.poll)
+    return gather_and_report(results_dir, args.db, records=records, known=known)
+
+
+def _shown(folder: Path) -> str:
+    try:
+        return os.path.relpath(folder)
+    except ValueError:  # another drive (Windows)
+        return str(folder)

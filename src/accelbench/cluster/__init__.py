@@ -1,0 +1,13 @@
+"""Run accelbench on a Slurm cluster: one batch job per node, partition or GPU type.
+
+`accelbench submit` writes a batch script per target and hands it to `sbatch --parsable`; each job
+runs `python -m accelbench run` into a job-local SQLite file and exports it as JSON into a shared
+results folder, next to its logs and a manifest of every job submitted there. `accelbench gather`
+reads the manifest, asks Slurm (squeue, then scontrol; no sacct) what became of each job, and
+imports every finished job's export into the local database, tagged with node, job id and
+partition. Standard library only; Slurm's commands are run as subprocesses.
+
+Modules: states (Slurm job states, squeue/scontrol parsing, what files say once Slurm forgot),
+targets (the job matrix), script (the batch script), manifest (the JSON job list), slurm (sbatch,
+queries, waiting), gather (states + imports into the store).
+"""

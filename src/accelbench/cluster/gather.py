@@ -1,0 +1,184 @@
+"""Gathering: what became of each job in a manifest, and its results into the local database.
+
+Nothing is dropped silently: every job in the manifest ends up in exactly one outcome, with its
+state, who said so, and (when it did not succeed) the tail of its logs. A results file is
+imported whatever the job's state (a job killed after a partial run still measured something),
+validated first; importing the same file again adds nothing.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from accelbench.cluster.manifest import (RESULT_PATTERN, STATUS_PATTERN, STDERR_PATTERN,
+                                         STDOUT_PATTERN, JobRecord, load_manifest, record_states)
+from accelbench.cluster.slurm import Runner, query, run_command
+from accelbench.cluster.states import (REJECTED, UNKNOWN, JobState, state_from_log,
+                                       state_from_status)
+from accelbench.errors import UsageError
+
+LOG_TAIL_LINES = 12
+_LOG_READ_BYTES = 64 * 1024  # the end of a long log is where a job's last words are
+
+
+@dataclass
+class JobOutcome:
+    record: JobRecord
+    state: JobState
+    imported: list[str] = field(default_factory=list)   # run ids added to the database now
+    present: list[str] = field(default_factory=list)    # run ids that were already there
+    problem: str = ""                                    # e.g. "no results file", "invalid: ..."
+    log_tail: list[str] = field(default_factory=list)   # "path: line" entries, when it failed
+
+    @property
+    def status(self) -> str:
+        """'ok' (succeeded, results imported), 'active' (wait), or 'failed'."""
+        if self.state.category == "active":
+            return "active"
+        ok = self.state.category == "succeeded" and not self.problem and (self.imported or self.present)
+        return "ok" if ok else "failed"
+
+
+def tail_lines(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - _LOG_READ_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+
+
+def _read_status(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # absent, or cut short by the job's death: the log has to tell instead
+    return data if isinstance(data, dict) else None
+
+
+def state_from_files(record: JobRecord, results_dir: Path, slurm_asked: bool = True) -> JobState:
+    """For a job Slurm no longer knows (or could not be asked about): its status file, else the
+    last state Slurm gave (kept in the manifest), else slurmstepd's words in its log, else
+    UNKNOWN with why."""
+    job_id = record.job_id or ""
+    status = _read_status(record.path(results_dir, STATUS_PATTERN))
+    if status is not None:
+        return state_from_status(job_id, status)
+    if record.last_state:
+        remembered = JobState.from_dict(job_id, record.last_state)
+        if remembered.terminal:
+            return replace(remembered, source="manifest")
+    stderr = record.path(results_dir, STDERR_PATTERN)
+    logged = state_from_log("\n".join(tail_lines(stderr, 200)))
+    if logged:
+        return JobState(job_id, logged, "files", reason=f"slurmstepd's message in {stderr.name}")
+    has_log = stderr.exists() or record.path(results_dir, STDOUT_PATTERN).exists()
+    why = ("it started (it has a log) but wrote no status file: killed before it finished?"
+           if has_log else "it left no log here: never started, or its log is on another filesystem")
+    slurm = "Slurm no longer knows this job" if slurm_asked else "Slurm could not be asked"
+    return JobState(job_id, UNKNOWN, "files", reason=f"{slurm}; {why}")
+
+
+def _tags(record: JobRecord, state: JobState, status: dict | None) -> dict[str, str]:
+    status = status or {}
+    tags = {"job_id": record.job_id or "",
+            "node": str(status.get("node") or state.node or record.target.node or ""),
+            "partition": str(status.get("partition") or state.partition or record.target.partition or ""),
+            "cluster": str(status.get("cluster") or ""),
+            "gres": record.target.gres or "", "constraint": record.target.constraint or ""}
+    return {key: value for key, value in tags.items() if value}
+
+
+def _import(outcome: JobOutcome, results_dir: Path, store) -> None:
+    from accelbench.store.export import import_document, read_json
+
+    record = outcome.record
+    path = record.path(results_dir, RESULT_PATTERN)
+    if not path.exists():
+        if outcome.state.category != "active":
+            outcome.problem = f"no results file {path}"
+        return
+    status = _read_status(record.path(results_dir, STATUS_PATTERN))
+    try:
+        document = read_json(path)
+        added = import_document(store, document, tags=_tags(record, outcome.state, status), source=str(path))
+    except UsageError as exc:
+        outcome.problem = f"results not imported: {exc}"
+        return
+    outcome.imported = added
+    outcome.present = [run["id"] for run in document["runs"] if run["id"] not in added]
+    if not document["runs"]:
+        outcome.problem = f"{path} holds no runs"
+
+
+def _log_tail(record: JobRecord, results_dir: Path) -> list[str]:
+    tail = []
+    for pattern in (STDERR_PATTERN, STDOUT_PATTERN):
+        path = record.path(results_dir, pattern)
+        tail += [f"{path.name}: {line}" for line in tail_lines(path)]
+    return tail or ["(no log lines: the job left no output here)"]
+
+
+def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobState], store,
+                slurm_asked: bool = True) -> JobOutcome:
+    if record.job_id is None:
+        state = JobState("", REJECTED, "sbatch", reason=record.rejected or "refused by sbatch")
+        return JobOutcome(record, state, problem=state.reason)
+    state = known.get(record.job_id) or state_from_files(record, results_dir, slurm_asked)
+    outcome = JobOutcome(record, state)
+    _import(outcome, results_dir, store)
+    if outcome.status == "failed":
+        outcome.log_tail = _log_tail(record, results_dir)
+    return outcome
+
+
+@dataclass
+class GatherReport:
+    outcomes: list[JobOutcome]
+    slurm_error: str = ""  # why Slurm could not be asked (the files decided instead)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+
+def select(records: list[JobRecord], submission: str | None) -> list[JobRecord]:
+    """The records of one submission ('latest' = the last one made), or all of them."""
+    if not submission:
+        return records
+    wanted = records[-1].submission if submission == "latest" and records else submission
+    chosen = [r for r in records if r.submission == wanted]
+    if not chosen:
+        known = ", ".join(dict.fromkeys(r.submission for r in records)) or "none"
+        raise UsageError(f"--submission {submission!r}: no such submission in the manifest "
+                         f"(submissions: {known})")
+    return chosen
+
+
+def gather(results_dir: str | Path, store, runner: Runner = run_command,
+           known: Mapping[str, JobState] | None = None,
+           records: list[JobRecord] | None = None) -> GatherReport:
+    """One outcome per job recorded in `results_dir` (or per given record), in manifest order.
+
+    `known`: states already asked of Slurm (by a wait); otherwise Slurm is asked here, and when
+    its commands are absent (gathering on a laptop after copying the folder) the files decide.
+    """
+    folder = Path(results_dir)
+    records = load_manifest(folder) if records is None else records
+    slurm_error = ""
+    if known is None:
+        try:
+            known = query([r.job_id for r in records if r.job_id], runner)
+        except UsageError as exc:  # no Slurm reachable from here
+            known, slurm_error = {}, str(exc)
+    if known:
+        try:
+            record_states(folder, known)
+        except (UsageError, OSError):
+            pass  # a read-only copy of the folder: gathering works, only the memory of states is lost
+    outcomes = [outcome_for(r, folder, known, store, slurm_asked=not slurm_error) for r in records]
+    return GatherReport(outcomes, slurm_error)

@@ -1,0 +1,153 @@
+"""The job manifest: one JSON file in the results folder listing every job submitted there.
+
+`accelbench gather` starts from it, so a job is never forgotten because Slurm forgot it. Several
+submissions may share one folder (and run at once, from several login nodes): each update takes
+an exclusive lock on a side file, re-reads the manifest, changes it and renames a new copy over
+it, so readers never see half a file. Paths inside are relative to the results folder, which
+can therefore be moved or copied as a whole.
+
+Layout of a results folder (the job id fills in J):
+    manifest.json            this file
+    scripts/<submission>-<n>.sbatch   the batch script each job was submitted with
+    logs/J.out, logs/J.err   the job's stdout and stderr
+    jobs/J.json              `accelbench export` of the job's run (the results)
+    jobs/J.status.json       exit codes, node, partition: written by the job as its last act
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from accelbench.cluster.states import JobState
+from accelbench.cluster.targets import Target
+from accelbench.errors import UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows: gathering a copied folder there needs no lock against sbatch users
+    fcntl = None
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_NAME = "accelbench-cluster-manifest"
+FORMAT_VERSION = 1
+LOCK_NAME = ".manifest.lock"
+
+# the batch script writes these with the job id in place of {job_id}: keep both sides in step
+STDOUT_PATTERN = "logs/{job_id}.out"
+STDERR_PATTERN = "logs/{job_id}.err"
+RESULT_PATTERN = "jobs/{job_id}.json"
+STATUS_PATTERN = "jobs/{job_id}.status.json"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One submitted (or refused) job as the manifest keeps it."""
+
+    submission: str                  # the `accelbench submit` call it came from
+    index: int                       # 1.. within that submission
+    target: Target
+    script: str                      # relative to the results folder
+    submitted_at: str
+    command: tuple[str, ...]         # the `accelbench run` arguments the job runs
+    job_id: str | None = None        # None when sbatch refused the job
+    rejected: str | None = None      # sbatch's message then
+    last_state: dict[str, str] = field(default_factory=dict)  # last JobState seen, for after Slurm forgets
+
+    def path(self, results_dir: Path, pattern: str) -> Path:
+        return Path(results_dir) / pattern.format(job_id=self.job_id)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.submission, self.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"submission": self.submission, "index": self.index, "job_id": self.job_id,
+                "target": self.target.to_dict(), "script": self.script,
+                "submitted_at": self.submitted_at, "command": list(self.command),
+                "rejected": self.rejected, "last_state": dict(self.last_state)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> "JobRecord":
+        try:
+            job_id = data.get("job_id")
+            return cls(submission=str(data["submission"]), index=int(data["index"]),
+                       target=Target.from_dict(dict(data.get("target") or {})),
+                       script=str(data.get("script", "")), submitted_at=str(data.get("submitted_at", "")),
+                       command=tuple(str(a) for a in data.get("command") or ()),
+                       job_id=None if job_id is None else str(job_id),
+                       rejected=None if data.get("rejected") is None else str(data["rejected"]),
+                       last_state={str(k): str(v) for k, v in (data.get("last_state") or {}).items()})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"{where}: not a job record ({exc!r}); accepted: a manifest written "
+                             f"by `accelbench submit`") from None
+
+
+def manifest_path(results_dir: str | Path) -> Path:
+    return Path(results_dir) / MANIFEST_NAME
+
+
+def load_manifest(results_dir: str | Path) -> list[JobRecord]:
+    """The jobs recorded in a results folder, in submission order; [] when it has no manifest."""
+    path = manifest_path(results_dir)
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read job manifest {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise UsageError(f"{path}: not an accelbench job manifest (format {FORMAT_NAME!r} expected)")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise UsageError(f"{path}: manifest version {data.get('format_version')!r}; this accelbench "
+                         f"reads version {FORMAT_VERSION}")
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list):
+        raise UsageError(f"{path}: 'jobs' must be a list")
+    return [JobRecord.from_dict(job, f"{path}: jobs[{i}]") if isinstance(job, dict)
+            else JobRecord.from_dict({}, f"{path}: jobs[{i}]") for i, job in enumerate(jobs)]
+
+
+@contextmanager
+def _locked(results_dir: Path) -> Iterator[None]:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    with open(results_dir / LOCK_NAME, "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _write(results_dir: Path, records: list[JobRecord]) -> None:
+    from accelbench.store.export import write_json
+
+    write_json(manifest_path(results_dir), {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                                            "jobs": [r.to_dict() for r in records]})
+
+
+def add_jobs(results_dir: str | Path, new: list[JobRecord]) -> None:
+    """Append records (one submission's jobs) to the manifest, creating it if needed."""
+    folder = Path(results_dir)
+    with _locked(folder):
+        _write(folder, load_manifest(folder) + list(new))
+
+
+def record_states(results_dir: str | Path, states: Mapping[str, JobState]) -> None:
+    """Remember the latest state Slurm gave for each job id, for when Slurm no longer knows it.
+
+    Only states Slurm itself reported are kept; an inference from files would only repeat what
+    the files already say."""
+    folder = Path(results_dir)
+    with _locked(folder):
+        records = load_manifest(folder)
+        changed = False
+        for i, record in enumerate(records):
+            state = states.get(record.job_id or "")
+            if state is not None and state.source in ("squeue", "scontrol"):
+                new = state.to_dict()
+                if new != record.last_state:
+                    records[i], changed = replace(record, last_state=new), True
+        if changed:
+            _write(folder, records)
