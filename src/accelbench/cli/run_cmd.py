@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rigor", choices=RIGOR_NAMES,
                         help="quick (±5%%, short budget), standard (±2%%), rigorous (±1%%); "
                              "default: quick for the quick suite, standard when workloads are named")
-    parser.add_argument("--quick", action="store_true", help="use the workloads' small quick grids")
+    parser.add_argument("--quick", action="store_true",
+                        help="use the workloads' small quick grids (implied by --rigor quick)")
     parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the random inputs (recorded with the run)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
@@ -39,7 +40,7 @@ def run(args) -> int:
     backends = load_backends(backend_names)
     plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
                       dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
-                      devices=_split(args.device), backends=backends, quick=suite or args.quick,
+                      devices=_split(args.device), backends=backends, quick=suite or args.quick or rigor == "quick",
                       host_memory_bytes=_host_memory_bytes())
     if not plan.items:
         print("accelbench run: nothing to run: no available backend reaches the devices asked for "

@@ -1,0 +1,138 @@
+"""Seed 003's next-word LSTM (Embedding 1000x128 over 20 tokens, LSTM 128, Dense 1000, Adam) trained
+on the Python standard library's own source text.
+
+Timed: one training step on a batch of windows already on the device. Then, from a fresh model,
+a fixed number of steps whose losses make the stored curve; the check wants the held-out loss
+to fall (by 20%, from ln 1000 ~ 6.9 for an untrained model) with everything on the device.
+"""
+from __future__ import annotations
+
+import math
+import time
+from functools import lru_cache
+
+import numpy as np
+
+from accelbench.results import Check
+from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.dl import data, models, training
+
+HELD_OUT_WINDOWS = 2000   # evaluated before and after the run: enough for a stable mean loss
+TOKEN_BYTES = 8           # int64 token ids
+
+
+class LSTM(Workload):
+    name = "lstm"
+    description = "seed 003's LSTM text model (Embedding 1000x128, LSTM 128, Dense 1000) on stdlib source"
+    size_param, size_unit = "batch", "sequences per batch"
+    dtypes = ("float32",)
+    default_batch = 128   # seed 003 gives none
+    learning_rate = 1e-3  # Keras's Adam default
+    quick_steps, full_steps = 40, 300  # the training run whose losses make the curve
+
+    def grid(self, sizes, dtypes, quick):
+        steps = self.quick_steps if quick else self.full_steps
+        return [{"batch": batch, "dtype": "float32", "steps": steps} for batch in sizes or [self.default_batch]]
+
+    def work(self, params):
+        layers, parameters = _layers()
+        return models.step_work(params["batch"], layers, parameters, parameters,
+                                data.SEQUENCE_TOKENS * TOKEN_BYTES)
+
+    def footprint_bytes(self, params):
+        windows = 120_000 * (data.SEQUENCE_TOKENS + 1) * TOKEN_BYTES
+        return windows + 2 * 4 * models.PARAMETERS["lstm"] * 4 + params["batch"] * 8 * 2**20
+
+    def prepare(self, backend, device, params, seed) -> Prepared:
+        return _Session(self, backend, device, params, seed).prepared()
+
+
+@lru_cache(maxsize=1)
+def _layers() -> tuple[list[models.LayerFlops], int]:
+    import torch
+
+    model = models.build_lstm()
+    return models.layer_flops(model, torch.zeros(1, data.SEQUENCE_TOKENS, dtype=torch.long)), \
+        models.parameter_count(model)
+
+
+class _Session:
+    def __init__(self, workload: LSTM, backend, device: str, params: dict, seed: int) -> None:
+        self.workload, self.backend, self.device, self.params, self.seed = workload, backend, device, params, seed
+        self.torch_device = training.torch_device(backend, device)
+        self.text = data.text_sequences()
+        held_out = np.random.default_rng(seed).permutation(len(self.text.x_val))[:HELD_OUT_WINDOWS]
+        training.reset_peak_memory(self.torch_device)
+        self.tensors = [training.on_device(a, self.torch_device) for a in
+                        (self.text.x_train, self.text.y_train, self.text.x_val[held_out], self.text.y_val[held_out])]
+        self.timed = self.task()
+        self.run = training.Lazy(self._train)
+
+    def task(self) -> training.Task:
+        import torch
+
+        generator = training.seeded(self.seed)
+        model = models.build_lstm().to(self.torch_device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=self.workload.learning_rate, eps=1e-7)
+        return training.Task(model, optimizer, torch.nn.CrossEntropyLoss(), *self.tensors,
+                             batch=self.params["batch"], generator=generator)
+
+    def _train(self) -> dict:
+        """A fresh model trained `steps` steps on random batches; losses kept on the device until the end."""
+        import torch
+
+        task, steps = self.task(), self.params["steps"]
+        initial_loss, _ = training.evaluate(task)
+        draws = torch.randint(0, task.train_samples, (steps, task.batch), generator=task.generator)
+        draws = draws.to(self.torch_device)
+        losses = []
+        self.backend.synchronize(self.device)
+        began = time.perf_counter()
+        for index in draws:
+            losses.append(training.train_step(task, task.x_train[index], task.y_train[index]))
+        self.backend.synchronize(self.device)
+        train_s = time.perf_counter() - began
+        final_loss, accuracy = training.evaluate(task)
+        curve = torch.stack(losses).float().cpu().numpy()
+        return {"initial_loss": initial_loss, "final_loss": final_loss, "accuracy": accuracy,
+                "train_s": train_s, "steps": steps, "curve": curve, "batch": task.batch}
+
+    def verify(self) -> Check:
+        import torch
+
+        run = self.run()
+        with torch.no_grad():
+            output = self.timed.model(self.timed.x_val[:8])
+        problems = training.placement_problems(self.backend, self.device, self.timed.model, output)
+        problems += training.learning_problems(run["initial_loss"], run["final_loss"])
+        ratio = run["final_loss"] / run["initial_loss"] if run["initial_loss"] else math.inf
+        detail = "; ".join(problems) or (f"learnt: held-out loss {run['initial_loss']:.3f} -> "
+                                         f"{run['final_loss']:.3f} in {run['steps']} steps")
+        # the "error" is the held-out loss relative to the untrained model's
+        return Check(passed=not problems, max_rel_error=ratio, tolerance=1 - training.LOSS_FALL_FRACTION,
+                     detail=detail, device_seen=self.backend.location(output))
+
+    def metrics(self) -> dict:
+        run, unigram = self.run(), data.unigram_loss(self.text)
+        chunks = np.array_split(run["curve"], min(training.CURVE_POINTS, len(run["curve"])))
+        return {
+            "train_samples_per_s": run["steps"] * run["batch"] / run["train_s"] if run["train_s"] > 0 else None,
+            "step_time_s": run["train_s"] / run["steps"], "steps": run["steps"],
+            "train_loss_curve": training.shortened([float(c.mean()) for c in chunks]),
+            "held_out_loss_initial": run["initial_loss"], "held_out_loss_final": run["final_loss"],
+            "held_out_next_token_accuracy": run["accuracy"],
+            # a model that only learnt word frequencies reaches this; beating it means context is used
+            "unigram_loss": unigram, "beats_unigram": run["final_loss"] < unigram,
+            "vocabulary_words": len(self.text.vocabulary), "text_source_bytes": self.text.source_bytes,
+            "text_source_files": self.text.source_files, "train_windows": int(len(self.text.x_train)),
+            "held_out_windows": int(self.timed.x_val.shape[0]), "parameters": models.parameter_count(self.timed.model),
+            **training.memory_metrics(self.torch_device),
+        }
+
+    def release(self) -> None:
+        self.tensors.clear()
+        self.timed = self.run = None
+
+    def prepared(self) -> Prepared:
+        return Prepared(compute=training.stepper(self.timed), verify=self.verify, metrics=self.metrics,
+                        release=self.release)

@@ -1,0 +1,182 @@
+"""Seed 003's VGG16 transfer learning: a frozen convolutional base under a new head (Flatten,
+Dense 256, Dense 10) trained on the shipped digits, against fine-tuning the whole network.
+
+The base is VGG16's convolutional stack from vgg.py with random weights (pretrained ones cannot be
+downloaded; the arithmetic is the same) at 32x32 or 64x64 so a CPU can run it. Timed: one
+training step of batch 8. The check: with mode=frozen the base must come out bit-identical and
+every head tensor must have changed; with mode=full every tensor must have changed; all on the
+device and finite.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from functools import lru_cache
+
+from accelbench.results import Check
+from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.dl import data, models, training, vgg
+
+MODES = ("frozen", "full")
+HEAD_UNITS = 256           # seed 003: Dense(256, activation='relu')
+TRAIN_IMAGES = 512         # digits put on the device for the timed steps (64 batches of 8)
+LEARNING_RATE = {"frozen": 1e-3, "full": 1e-4}  # Keras's Adam default; fine-tuning all of VGG wants less
+
+
+def build(image_px: int, mode: str, seed: int):
+    """VGG16's base (He-initialised from `seed`) and the seed's head, frozen as `mode` says."""
+    import torch
+    from torch import nn
+
+    base = vgg.vgg_features(16)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer in base.modules():
+            if isinstance(layer, nn.Conv2d):  # He on the fan-in keeps activations of order 1
+                nn.init.kaiming_normal_(layer.weight, mode="fan_in", nonlinearity="relu", generator=generator)
+                nn.init.zeros_(layer.bias)
+    channels, height, width = vgg.feature_shape(16, image_px)
+    with torch.random.fork_rng(devices=[]):  # the head's weights from `seed` too, the caller's RNG untouched
+        torch.manual_seed(seed)
+        head = models.keras_init(nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, HEAD_UNITS),
+                                               nn.ReLU(), nn.Linear(HEAD_UNITS, data.MNIST_CLASSES)))
+    model = nn.Sequential(OrderedDict(base=base, head=head))
+    if mode == "frozen":
+        freeze(model.base)
+    return model
+
+
+def freeze(module) -> None:
+    """Keras's `layer.trainable = False`: no gradients, so the optimiser never sees these weights."""
+    for parameter in module.parameters():
+        parameter.requires_grad_(False)
+
+
+class TransferLearning(Workload):
+    name = "transfer"
+    description = "seed 003's VGG16 transfer learning: frozen base + new head vs full fine-tuning, batch 8"
+    size_param, size_unit = "batch", "images per batch"
+    dtypes = ("float32",)
+
+    def grid(self, sizes, dtypes, quick):
+        image_px = 32 if quick else 64
+        return [{"batch": batch, "dtype": "float32", "image_px": image_px, "mode": mode}
+                for batch in sizes or [8] for mode in MODES]
+
+    def work(self, params):
+        layers, parameters, trainable = _layers(params["image_px"], params["mode"])
+        return models.step_work(params["batch"], layers, parameters, trainable,
+                                3 * params["image_px"] ** 2 * models.BYTES_PER_FLOAT32)
+
+    def footprint_bytes(self, params):
+        weights = 4 * (vgg.parameter_count(16, image_size=params["image_px"]))  # an upper bound for the base
+        images = TRAIN_IMAGES * 3 * params["image_px"] ** 2 * 4
+        return 5 * weights + images + params["batch"] * 64 * params["image_px"] ** 2 * 4 * 8
+
+    def prepare(self, backend, device, params, seed) -> Prepared:
+        if params["mode"] not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {params['mode']!r}")
+        return _Session(backend, device, params, seed).prepared()
+
+
+@lru_cache(maxsize=4)
+def _layers(image_px: int, mode: str) -> tuple[list[models.LayerFlops], int, int]:
+    import torch
+
+    model = build(image_px, mode, seed=0)
+    layers = models.layer_flops(model, torch.zeros(1, 3, image_px, image_px))
+    return layers, models.parameter_count(model), models.parameter_count(model, trainable=True)
+
+
+class _Session:
+    def __init__(self, backend, device: str, params: dict, seed: int) -> None:
+        import torch
+
+        self.backend, self.device, self.params = backend, device, params
+        self.torch_device = training.torch_device(backend, device)
+        training.reset_peak_memory(self.torch_device)
+        split = data.digits_split()
+        images = data.as_images(split.x_train[:TRAIN_IMAGES], params["image_px"], channels=3)
+        generator = training.seeded(seed)
+        self.model = build(params["image_px"], params["mode"], seed).to(self.torch_device)
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.Adam(trainable, lr=LEARNING_RATE[params["mode"]], eps=1e-7)
+        self.task = training.Task(self.model, optimizer, torch.nn.CrossEntropyLoss(),
+                                  training.on_device(images, self.torch_device),
+                                  training.on_device(split.y_train[:TRAIN_IMAGES], self.torch_device),
+                                  None, None, batch=params["batch"], generator=generator)
+        # the weights before any step: what the check compares with, tensor by tensor
+        self.before = {name: p.detach().clone() for name, p in self.model.named_parameters()}
+        self.first_loss = self.last_loss = None  # of the timed steps, left on the device
+        self.step_count = 0
+        self.steps = training.stepper(self.task)
+
+    def compute(self):
+        self.last_loss = self.steps()
+        if self.first_loss is None:
+            self.first_loss = self.last_loss
+        self.step_count += 1
+        return self.last_loss
+
+    def changes(self) -> dict[str, list[str]]:
+        """Parameter names by part ("base", "head") and fate ("same", "changed")."""
+        import torch
+
+        found: dict[str, list[str]] = {"base_same": [], "base_changed": [], "head_same": [], "head_changed": []}
+        for name, parameter in self.model.named_parameters():
+            part = name.split(".")[0]
+            fate = "same" if torch.equal(parameter.detach(), self.before[name]) else "changed"
+            found[f"{part}_{fate}"].append(name)
+        return found
+
+    def verify(self) -> Check:
+        import torch
+
+        if self.step_count == 0:
+            self.compute()  # the check needs at least one step to compare with
+        with torch.no_grad():
+            output = self.model(self.task.x_train[:2])
+        changes = self.changes()
+        problems = training.placement_problems(self.backend, self.device, self.model, output)
+        problems += self._weight_problems(changes)
+        if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
+            problems.append("weights are no longer finite: training diverged")
+        wrong = len(changes["head_same"]) + len(changes["base_changed" if self.params["mode"] == "frozen" else "base_same"])
+        detail = "; ".join(problems) or (
+            "frozen base bit-identical, every head tensor changed" if self.params["mode"] == "frozen"
+            else "every base and head tensor changed")
+        # the "error" is the share of weight tensors that ended in the wrong state; none may
+        return Check(passed=not problems, max_rel_error=wrong / len(self.before), tolerance=0.0, detail=detail,
+                     device_seen=self.backend.location(output))
+
+    def _weight_problems(self, changes: dict[str, list[str]]) -> list[str]:
+        problems = []
+        if changes["head_same"]:
+            problems.append(f"head tensors unchanged after {self.step_count} steps: {', '.join(changes['head_same'])}")
+        if self.params["mode"] == "frozen" and changes["base_changed"]:
+            problems.append(f"the frozen base changed: {len(changes['base_changed'])} tensors "
+                            f"(first {changes['base_changed'][0]})")
+        if self.params["mode"] == "full" and changes["base_same"]:
+            problems.append(f"fine-tuning left {len(changes['base_same'])} base tensors unchanged "
+                            f"(first {changes['base_same'][0]})")
+        return problems
+
+    def metrics(self) -> dict:
+        changes = self.changes()
+        first, last = (math.nan if loss is None else float(loss) for loss in (self.first_loss, self.last_loss))
+        return {
+            "trainable_parameters": models.parameter_count(self.model, trainable=True),
+            "frozen_parameters": models.parameter_count(self.model, trainable=False),
+            "base_tensors_changed": len(changes["base_changed"]), "head_tensors_changed": len(changes["head_changed"]),
+            "steps_taken": self.step_count, "first_step_loss": first, "last_step_loss": last,
+            "image_px": self.params["image_px"], "base_weights": "random (He); pretrained ones cannot be downloaded",
+            **training.memory_metrics(self.torch_device),
+        }
+
+    def release(self) -> None:
+        self.model = self.task = self.steps = None
+        self.before.clear()
+        self.first_loss = self.last_loss = None
+
+    def prepared(self) -> Prepared:
+        return Prepared(compute=self.compute, verify=self.verify, metrics=self.metrics, release=self.release)
