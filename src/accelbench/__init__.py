@@ -14,6 +14,7 @@ _LAZY = {
     "bench": ("accelbench.api", "bench"),
     "workload": ("accelbench.api", "workload"),
     "RunResults": ("accelbench.api", "RunResults"),
+    "monitor": ("accelbench.telemetry", "monitor"),
 }
 
 __all__ = ["__version__", *_LAZY]

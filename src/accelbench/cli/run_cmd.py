@@ -25,6 +25,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed for the random inputs (recorded with the run)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
 
 
 def run(args) -> int:
@@ -38,9 +39,10 @@ def run(args) -> int:
     rigor = args.rigor or ("quick" if suite else "standard")
     backend_names = _backend_names(args.backend)
     backends = load_backends(backend_names)
+    devices = _devices(args.device, backends)
     plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
                       dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
-                      devices=_split(args.device), backends=backends, quick=suite or args.quick or rigor == "quick",
+                      devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
                       host_memory_bytes=_host_memory_bytes())
     if not plan.items:
         print("accelbench run: nothing to run: no available backend reaches the devices asked for "
@@ -51,7 +53,8 @@ def run(args) -> int:
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
     with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
         results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=args.seed or DEFAULT_SEED,
-                           selection=selection, on_start=on_start, on_done=on_done, debug=args.debug)
+                           selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
+                           telemetry=not args.no_telemetry)
     if args.json:
         json.dump(results.to_dict(), sys.stdout, indent=2, default=_jsonable)
         sys.stdout.write("\n")
@@ -71,8 +74,17 @@ def _backend_names(text: str | None) -> list[str] | None:
     return parse_list(text, backend_names(), "--backend")
 
 
-def _split(text: str | None) -> list[str] | None:
-    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+def _devices(cli_value: str | None, backends: dict) -> list[str] | None:
+    """--device > ACCELBENCH_DEVICE > the settings file (`accelbench setup`) > every available device."""
+    import os
+
+    from accelbench.settings import resolve_devices
+
+    available = sorted({d for b in backends.values() if b.availability().ok for d in b.device_ids()})
+    devices, warnings = resolve_devices(cli_value, os.environ, available)
+    for warning in warnings:
+        print(f"accelbench run: warning: {warning}", file=sys.stderr)
+    return devices
 
 
 def _jsonable(value):

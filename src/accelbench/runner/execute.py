@@ -5,6 +5,7 @@ one in flight. A spec that cannot run is stored as a skip with its reason; it ne
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import traceback
@@ -45,27 +46,33 @@ def phase_rigor(rigor: Rigor) -> Rigor:
                                min_samples=max(6, rigor.min_samples // 2))  # a 95% CI needs 6
 
 
-def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None) -> Measurement:
+def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None, sampler=None) -> Measurement:
+    """`sampler` (a telemetry.TelemetrySampler, started) records telemetry over the timed window."""
     rigor = get_rigor(rigor)
     spec = item.spec
     workload = get_workload(spec.workload)
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
-        return _timed(item, backend, workload, prepared, rigor, clock)
+        return _timed(item, backend, workload, prepared, rigor, clock, sampler)
     finally:
         if prepared.release:
             prepared.release()
 
 
-def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock) -> Measurement:
+def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sampler=None) -> Measurement:
     device = item.spec.device
+    watched = sorted({device, "cpu"})
     if prepared.self_timed is not None:
-        return _self_timed(item, workload, prepared)
+        with (sampler.window() if sampler else contextlib.nullcontext()) as window:
+            timed = prepared.self_timed()
+        return _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
 
     def synchronize():
         backend.synchronize(device)
 
-    compute = measure(prepared.compute, synchronize, clock=clock, rigor=rigor, state=cpu_state)
+    with (sampler.window() if sampler else contextlib.nullcontext()) as window:
+        compute = measure(prepared.compute, synchronize, clock=clock, rigor=rigor, state=cpu_state)
+    telemetry = window.summary_for(watched) if sampler else {}
     timings: dict[str, Timing] = {"compute": compute}
     others = {"to_device": prepared.to_device, "to_host": prepared.to_host, "end_to_end": prepared.end_to_end()}
     for phase, call in others.items():
@@ -82,13 +89,12 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock) -> 
         spec=item.spec, phases_s={k: t.samples_s for k, t in timings.items()},
         first_call_s=compute.first_call_s, work=workload.work(item.params), check=check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
-        target_met=compute.target_met, threads=item.threads,
+        target_met=compute.target_met, threads=item.threads, telemetry=telemetry,
         extra=prepared.metrics() if prepared.metrics else {},
     )
 
 
-def _self_timed(item: PlanItem, workload, prepared) -> Measurement:
-    timed = prepared.self_timed()
+def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> Measurement:
     check = prepared.verify()
     warnings = list(timed.warnings)
     if not check.passed:
@@ -97,14 +103,14 @@ def _self_timed(item: PlanItem, workload, prepared) -> Measurement:
         spec=item.spec, phases_s=dict(timed.phases_s), first_call_s=timed.first_call_s,
         work=workload.work(item.params), check=check, warnings=tuple(warnings),
         calls_per_sample=timed.calls_per_sample, target_met=timed.target_met, threads=item.threads,
-        extra=prepared.metrics() if prepared.metrics else {},
+        telemetry=telemetry, extra=prepared.metrics() if prepared.metrics else {},
     )
 
 
 def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, *, seed: int = 20261202,
             on_start: Callable[[PlanItem], None] | None = None,
             on_done: Callable[[PlanItem, Measurement | Skip], None] | None = None,
-            debug: bool = False) -> Outcome:
+            debug: bool = False, sampler=None) -> Outcome:
     rigor = get_rigor(rigor)
     outcome = Outcome(skips=list(plan.skips))
     for skip in plan.skips:
@@ -113,7 +119,7 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
         for item in plan.items:
             if on_start:
                 on_start(item)
-            result = _one(item, backends[item.spec.backend], rigor, seed, debug)
+            result = _one(item, backends[item.spec.backend], rigor, seed, debug, sampler)
             if isinstance(result, Measurement):
                 store.add_result(run_id, result)
                 outcome.measurements.append(result)
@@ -128,10 +134,10 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
     return outcome
 
 
-def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool) -> Measurement | Skip:
+def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool, sampler=None) -> Measurement | Skip:
     try:
         with backend.threads(item.threads):
-            return measure_item(item, backend, rigor, seed)
+            return measure_item(item, backend, rigor, seed, sampler=sampler)
     except Unsupported as exc:
         return Skip(item.spec, str(exc))
     except MemoryError:

@@ -108,6 +108,25 @@ def machine_record(backends: dict, inventory) -> dict[str, Any]:
     }
 
 
+TELEMETRY_INTERVAL_S = 0.1
+
+
+@contextmanager
+def _telemetry(plan: Plan, enabled: bool):
+    """A background sampler over the devices in the plan (and the CPU that drives them)."""
+    if not enabled or not plan.items:
+        yield None
+        return
+    from accelbench.telemetry import TelemetrySampler
+
+    sampler = TelemetrySampler(sorted({i.spec.device for i in plan.items} | {"cpu"}),
+                               interval_s=TELEMETRY_INTERVAL_S).start()
+    try:
+        yield sampler
+    finally:
+        sampler.stop()
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """A kill with SIGTERM stops the run as Ctrl-C does: the run is marked interrupted."""
@@ -126,7 +145,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: int = DEFAULT_SEED,
              selection: dict | None = None, tags: dict | None = None, inventory=None,
-             on_start: Callable | None = None, on_done: Callable | None = None, debug: bool = False) -> RunResults:
+             on_start: Callable | None = None, on_done: Callable | None = None, debug: bool = False,
+             telemetry: bool = True) -> RunResults:
     from accelbench.devices.inventory import collect_inventory
     from accelbench.store.db import Store
 
@@ -134,9 +154,9 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
     with Store(db) as store:
         run_id = store.start_run(machine_record(backends, inventory),
                                  {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), _telemetry(plan, telemetry) as sampler:
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
-                              on_done=on_done, debug=debug)
+                              on_done=on_done, debug=debug, sampler=sampler)
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
         path = str(store.path)
     return RunResults(run_id, path, outcome.measurements, outcome.skips,
