@@ -1,0 +1,156 @@
+"""Findings that say a number is not to be trusted as it stands: wrong device, failed checks,
+a CPU baseline short of cores, unstable measurements, and what would help.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from accelbench.report.advice import INFO, IQR_UNSTABLE, WARNING, Finding
+from accelbench.report.data import series_label
+from accelbench.runner.analysis import Row
+
+
+def _params(spec) -> str:
+    return " ".join(f"{k}={v}" for k, v in spec.params if k != "threads")
+
+
+def _ran_elsewhere(row: Row) -> bool:
+    check = row.measurement.check
+    return not check.passed and ((check.device_seen and check.device_seen != row.spec.device)
+                                 or "ran on " in check.detail)
+
+
+def wrong_device(rows: list[Row]) -> list[Finding]:
+    """Results whose output lived on another device than asked (a silent CPU fallback)."""
+    grouped: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    for row in rows:
+        if _ran_elsewhere(row):
+            seen = row.measurement.check.device_seen or "another device"
+            grouped[(row.spec.backend, row.spec.device, seen)].append(row)
+    out = []
+    for (backend, asked, seen), items in grouped.items():
+        examples = "; ".join(f"{r.spec.workload} {_params(r.spec)}" for r in items[:3])
+        out.append(Finding("wrong_device", WARNING, (
+            f"{len(items)} result(s) asked of {backend} on {asked} ran on {seen} ({examples}): "
+            f"their times are not counted. The framework fell back silently, as TensorFlow does when it "
+            f"ignores a GPU it does not support; check the driver and the framework's device support."),
+            {"backend": backend, "asked": asked, "seen": seen, "count": len(items)}))
+    return out
+
+
+def check_failures(rows: list[Row]) -> list[Finding]:
+    """Outputs on the right device but too far from the float64 reference."""
+    out = []
+    for row in rows:
+        check = row.measurement.check
+        if check.passed or _ran_elsewhere(row):
+            continue
+        out.append(Finding("check_failed", WARNING, (
+            f"{row.spec.workload} {_params(row.spec)} on {series_label(row.spec)} failed its check "
+            f"(relative error {check.max_rel_error:.1e}, tolerance {check.tolerance:.1e}): "
+            f"its time is not counted."),
+            {"series": series_label(row.spec), "workload": row.spec.workload,
+             "rel_error": check.max_rel_error, "tolerance": check.tolerance}))
+    return out
+
+
+def usable_cpus(devices: dict, machine: dict) -> int | None:
+    cpu = devices.get("cpu")
+    value = cpu.properties.get("usable_cpus") if cpu is not None else None
+    if value is None:
+        for entry in (machine.get("inventory") or {}).get("devices", ()):
+            if entry.get("id") == "cpu":
+                value = (entry.get("properties") or {}).get("usable_cpus")
+    return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def thread_baseline(rows: list[Row], devices: dict, machine: dict) -> list[Finding]:
+    """A CPU baseline on fewer threads than the machine can use makes every speed-up look bigger."""
+    cores = usable_cpus(devices, machine)
+    if not cores:
+        return []
+    short = [r for r in rows if r.baseline_role == "cpu_all_cores" and r.measurement.threads
+             and r.measurement.threads < cores]
+    if not short:
+        return []
+    threads = min(r.measurement.threads for r in short)
+    return [Finding("cpu_baseline_threads", WARNING, (
+        f"The CPU baseline ran on {threads} thread(s) but {cores} CPUs are usable: speed-ups against "
+        f"the CPU are overstated by up to {cores / threads:.1f}× ({len(short)} baseline result(s)). "
+        f"Rerun without a thread limit (unset OMP_NUM_THREADS and friends)."),
+        {"baseline_threads": threads, "usable_cpus": cores, "count": len(short)})]
+
+
+def _instability(rows: list[Row]) -> dict[str, list[Row]]:
+    kinds: dict[str, list[Row]] = {"iqr": [], "target": [], "drift": []}
+    for row in rows:
+        warnings = row.measurement.warnings
+        if any(w.startswith("unstable: IQR") for w in warnings):
+            kinds["iqr"].append(row)
+        if not row.measurement.target_met:
+            kinds["target"].append(row)
+        if any(w.startswith("drift:") for w in warnings):
+            kinds["drift"].append(row)
+    return kinds
+
+
+def unstable(rows: list[Row], rigor: str | None) -> list[Finding]:
+    kinds = _instability(rows)
+    flagged = {id(r) for items in kinds.values() for r in items}
+    if not flagged:
+        return []
+    parts, numbers = [], {"flagged": len(flagged), "total": len(rows)}
+    if kinds["iqr"]:
+        worst = max(kinds["iqr"], key=lambda r: r.summary.rel_iqr)
+        parts.append(f"{len(kinds['iqr'])} with an IQR above {IQR_UNSTABLE:.0%} of the median (worst: "
+                     f"{worst.spec.workload} {_params(worst.spec)} on {series_label(worst.spec)}, "
+                     f"{worst.summary.rel_iqr:.0%})")
+        numbers.update(unstable_iqr=len(kinds["iqr"]), worst_rel_iqr=worst.summary.rel_iqr)
+    if kinds["target"]:
+        worst = max(kinds["target"], key=lambda r: r.summary.rel_ci_halfwidth)
+        widest = worst.summary.rel_ci_halfwidth
+        widest_text = (f"±{widest:.0%}" if widest != float("inf")
+                       else f"undefined with {worst.summary.n} samples")
+        parts.append(f"{len(kinds['target'])} missed the confidence-interval target (widest: {widest_text})")
+        numbers.update(target_missed=len(kinds["target"]), widest_rel_ci=None if widest == float("inf") else widest)
+    if kinds["drift"]:
+        parts.append(f"{len(kinds['drift'])} drifted during sampling (throttling or a neighbour's load)")
+        numbers["drift"] = len(kinds["drift"])
+    return [Finding("unstable", WARNING if len(flagged) * 4 >= len(rows) else INFO,
+                    f"{len(flagged)} of {len(rows)} measurements are not steady: {'; '.join(parts)}. "
+                    + _what_helps(rigor, numbers), numbers)]
+
+
+def _what_helps(rigor: str | None, numbers: dict[str, Any]) -> str:
+    from accelbench.timing.rigor import RIGORS
+
+    current = RIGORS.get(rigor or "")
+    helps = []
+    if current is None or current.name != "rigorous":
+        budget = f" instead of {current.budget_s:g} s" if current else ""
+        helps.append(f"a longer budget (--rigor rigorous: {RIGORS['rigorous'].budget_s:g} s per "
+                     f"measurement{budget})")
+        numbers["budget_s"] = current.budget_s if current else None
+    helps.append("a quieter machine (no other jobs; on a shared node an exclusive allocation, "
+                 "e.g. salloc --exclusive)")
+    return "What would help: " + " and ".join(helps) + "."
+
+
+def cpu_scaling(rows: list[Row]) -> list[Finding]:
+    """One thread beating all cores means the cores were busy elsewhere (or the work too small):
+    the 'all cores' baseline is then slow, and every speed-up against it flattering."""
+    one = [r for r in rows if r.baseline_role == "cpu_one_thread" and r.speedup_all is not None]
+    faster = [r for r in one if r.speedup_all.verdict() == "faster"]
+    if not faster:
+        return []
+    worst = max(faster, key=lambda r: r.speedup_all.ratio)
+    threads = max((r.measurement.threads or 0 for r in rows if r.baseline_role == "cpu_all_cores"), default=0)
+    return [Finding("cpu_scaling", WARNING, (
+        f"numpy on one thread beat numpy on {threads} threads in {len(faster)} of {len(one)} comparisons "
+        f"(up to {worst.speedup_all.ratio:.2f}× [{worst.speedup_all.low:.2f}–{worst.speedup_all.high:.2f}], "
+        f"{worst.spec.workload} {_params(worst.spec)}): the cores were busy with other work, or these sizes "
+        f"are too small to share; speed-ups against the all-cores baseline are flattered. "
+        f"Rerun on a quieter machine."),
+        {"faster_on_one_thread": len(faster), "compared": len(one), "all_cores_threads": threads,
+         "worst_ratio": worst.speedup_all.ratio})]

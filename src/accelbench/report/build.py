@@ -1,0 +1,51 @@
+"""Build a report: load runs, draw figures, derive findings, write one HTML file and the PNGs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelbench.report.advice import findings
+from accelbench.report.data import RunData, load_runs
+
+HTML_NAME = "report.html"
+
+
+@dataclass
+class ReportFiles:
+    html_path: Path
+    png_paths: list[Path] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # notes of figures that had no data
+    run_ids: list[str] = field(default_factory=list)
+
+
+def run_findings(run: RunData):
+    return findings(run.rows, run.devices, run.machine, rigor=run.info.selection.get("rigor"))
+
+
+def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
+    from accelbench.report.figures import make_figures
+    from accelbench.report.html import render_page
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(out / HTML_NAME, run_ids=[r.run_id for r in runs])
+    sections = []
+    for run in runs:
+        figures = make_figures(run)
+        names = {}
+        for figure in figures:
+            if not figure.present:
+                files.missing.append(f"{run.run_id}: {figure.note}")
+                continue
+            # one run: plain names; several: the run id keeps them apart
+            name = f"{figure.name}.png" if len(runs) == 1 else f"{run.run_id}-{figure.name}.png"
+            (out / name).write_bytes(figure.png)
+            files.png_paths.append(out / name)
+            names[figure.name] = name
+        sections.append((run, figures, run_findings(run), names))
+    files.html_path.write_text(render_page(sections), encoding="utf-8")
+    return files
+
+
+def build_report(store, refs: list[str], output_dir: str | Path) -> ReportFiles:
+    return write_report(load_runs(store, refs or ["latest"]), output_dir)

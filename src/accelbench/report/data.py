@@ -1,0 +1,129 @@
+"""What a report is made of: stored runs read back as analysed rows, their devices and machine.
+
+Devices are rebuilt from the inventory snapshot stored with each run, so a report made years
+later shows the peaks the run was compared with, not what the current machine reports.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from accelbench.devices.model import Device, PeakFigure
+from accelbench.results import Measurement, Skip
+from accelbench.runner.analysis import Row, analyse
+
+ITEMSIZE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+SIZE_PARAMS = ("n", "bytes")  # the parameter that sets a workload's problem size
+
+
+@dataclass
+class RunData:
+    """One stored run, analysed: rows (measurements with rates and speed-ups), skips, devices."""
+
+    run_id: str
+    info: Any                      # store.db.RunInfo
+    machine: dict[str, Any]
+    measurements: list[Measurement]
+    skips: list[Skip]
+    devices: dict[str, Device] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def usable_cpus(self) -> int | None:
+        cpu = self.devices.get("cpu")
+        value = cpu.properties.get("usable_cpus") if cpu else None
+        return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def device_from_dict(data: dict[str, Any]) -> Device:
+    peaks = tuple(PeakFigure(p["metric"], float(p["value"]), p.get("provenance", "table"),
+                             str(p.get("detail", "")), dict(p.get("inputs") or {}))
+                  for p in data.get("peaks", ()))
+    return Device(id=str(data["id"]), kind=str(data.get("kind", "")), vendor=str(data.get("vendor", "")),
+                  name=str(data.get("name", data["id"])), source=str(data.get("source", "")),
+                  memory_bytes=data.get("memory_bytes"), properties=dict(data.get("properties") or {}),
+                  peaks=peaks, reach=dict(data.get("reach") or {}),
+                  warnings=tuple(str(w) for w in data.get("warnings", ())))
+
+
+def devices_from_machine(machine: dict[str, Any]) -> dict[str, Device]:
+    inventory = machine.get("inventory") or {}
+    devices = {}
+    for entry in inventory.get("devices", ()):
+        try:
+            device = device_from_dict(entry)
+        except (KeyError, TypeError, ValueError):
+            continue  # a damaged entry: the report still shows the results, without that device's peaks
+        devices[device.id] = device
+    return devices
+
+
+def load_run(store, run_id: str) -> RunData:
+    machine = store.machine(run_id)
+    devices = devices_from_machine(machine)
+    measurements = store.results(run_id)
+    return RunData(run_id=run_id, info=store.run_info(run_id), machine=machine,
+                   measurements=measurements, skips=store.skips(run_id), devices=devices,
+                   rows=analyse(measurements, devices))
+
+
+def load_runs(store, refs: Iterable[str]) -> list[RunData]:
+    """Resolve each ref (latest, latest~N, an id or a unique prefix) once, in the order given."""
+    seen: list[str] = []
+    for ref in refs:
+        run_id = store.resolve_run(ref)
+        if run_id not in seen:
+            seen.append(run_id)
+    return [load_run(store, run_id) for run_id in seen]
+
+
+# -- grouping helpers shared by figures and advice --------------------------------------------
+
+def series_label(spec) -> str:
+    """How a device/backend combination is named in legends: 'numpy@cpu (2 threads)'."""
+    threads = spec.param("threads")
+    suffix = f" ({threads} thread{'s' if threads != 1 else ''})" if threads else ""
+    return f"{spec.backend}@{spec.device}{suffix}"
+
+
+def size_of(spec) -> float | None:
+    for name in SIZE_PARAMS:
+        value = spec.param(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def matmul_footprint_bytes(n: int, dtype: str) -> int:
+    """A, B and C: 3 × n² × itemsize, the memory the seed 000 chart labels each order with."""
+    return 3 * int(n) ** 2 * ITEMSIZE_BYTES.get(dtype, 8)
+
+
+def valid_rows(rows: Iterable[Row], workload: str | None = None) -> list[Row]:
+    return [r for r in rows if r.measurement.valid and (workload is None or r.spec.workload == workload)]
+
+
+def matmul_series(rows: Iterable[Row]) -> dict[str, dict[str, list[Row]]]:
+    """{dtype: {series label: rows sorted by n}} for valid matmul results."""
+    grouped: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for row in valid_rows(rows, "matmul"):
+        grouped[str(row.spec.param("dtype"))][series_label(row.spec)].append(row)
+    return {dtype: {label: sorted(items, key=lambda r: size_of(r.spec) or 0) for label, items in by.items()}
+            for dtype, by in grouped.items()}
+
+
+def phase_median_s(row: Row, phase: str) -> float | None:
+    from accelbench.timing import stats
+
+    samples = row.measurement.phases_s.get(phase)
+    return stats.median(samples) if samples else None
+
+
+def transfer_share(row: Row) -> float | None:
+    """Share of the end-to-end time spent moving data: (to_device + to_host) / end_to_end."""
+    end_to_end_s = phase_median_s(row, "end_to_end")
+    moves = [phase_median_s(row, p) for p in ("to_device", "to_host")]
+    if not end_to_end_s or all(m is None for m in moves):
+        return None
+    return min(1.0, sum(m for m in moves if m) / end_to_end_s)

@@ -1,0 +1,229 @@
+"""The report's figures as PNG bytes: matplotlib (Agg, no display) imported only when drawing.
+
+Each builder returns a FigureResult: the PNG, or no PNG and a note saying which data is missing,
+so the report says "no data for X" instead of showing an empty chart. `facts` holds the numbers
+a figure shows (labels, break-even sizes) for captions and tests.
+"""
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.report.crossover import Curve, find_crossing
+from accelbench.report.data import (RunData, matmul_footprint_bytes, matmul_series, phase_median_s,
+                                    size_of)
+from accelbench.runner.analysis import Row
+from accelbench.units import format_bytes, format_seconds
+
+PHASE_COLOURS = {"to_device": "#d95f02", "compute": "#1b9e77", "to_host": "#7570b3"}
+PANEL_HEIGHT_IN = 3.8
+WIDTH_IN = 9.5
+DPI = 100
+
+
+@dataclass
+class FigureResult:
+    name: str                  # file stem: "matmul-time"
+    title: str
+    caption: str = ""
+    png: bytes | None = None
+    note: str | None = None    # why there is no figure
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def present(self) -> bool:
+        return self.png is not None
+
+
+def new_figure(panels: int, width_in: float = WIDTH_IN, height_in: float = PANEL_HEIGHT_IN, columns: int = 1):
+    """A Figure not tied to pyplot (no global state, no display), with `panels` axes."""
+    from matplotlib.figure import Figure
+
+    rows = math.ceil(panels / columns)
+    fig = Figure(figsize=(width_in, height_in * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for extra in axes[panels:]:
+        extra.set_visible(False)
+    return fig, list(axes[:panels])
+
+
+def to_png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def colours(labels) -> dict[str, Any]:
+    """The same colour for a device/backend in every figure of a report."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10"]
+    return {label: palette(i % 10) for i, label in enumerate(sorted(set(labels)))}
+
+
+def is_cpu_baseline(row: Row) -> bool:
+    return row.spec.backend == "numpy" and row.spec.device == "cpu"
+
+
+def footprint_label(n: float, dtype: str) -> str:
+    """'2000 (45.8 MiB)': the order and the memory of A, B and C, as the seed 000 chart labels it."""
+    return f"{int(n)} ({format_bytes(matmul_footprint_bytes(int(n), dtype))})"
+
+
+def _ci_errors(rows: list[Row]) -> tuple[list[float], list[float]]:
+    low, high = [], []
+    for r in rows:
+        s = r.summary
+        finite = math.isfinite(s.ci_low_s) and math.isfinite(s.ci_high_s)
+        low.append(s.median_s - s.ci_low_s if finite else 0.0)
+        high.append(s.ci_high_s - s.median_s if finite else 0.0)
+    return low, high
+
+
+# -- (1) time per size, the seed 000 chart -------------------------------------------------------
+
+def time_per_size(run: RunData) -> FigureResult:
+    result = FigureResult("matmul-time", "Matrix multiply: time per order, each device and backend")
+    series = matmul_series(run.rows)
+    if not series:
+        result.note = "no data for matmul: no verified matmul result in this run"
+        return result
+    fig, axes = new_figure(len(series))
+    palette = colours(label for by in series.values() for label in by)
+    labels_by_dtype = {}
+    for ax, (dtype, by_series) in zip(axes, sorted(series.items())):
+        sizes = sorted({size_of(r.spec) for rows in by_series.values() for r in rows})
+        width = 0.8 / len(by_series)
+        for i, (label, rows) in enumerate(sorted(by_series.items())):
+            xs = [sizes.index(size_of(r.spec)) - 0.4 + width * (i + 0.5) for r in rows]
+            ax.bar(xs, [r.summary.median_s for r in rows], width, yerr=_ci_errors(rows), capsize=3,
+                   color=palette[label], label=label)
+        labels_by_dtype[dtype] = [footprint_label(n, dtype) for n in sizes]
+        ax.set_xticks(range(len(sizes)), labels_by_dtype[dtype])
+        ax.set_yscale("log")
+        ax.set_xlabel("matrix order n (memory for A, B and C)")
+        ax.set_ylabel("time per multiply (s)")
+        ax.set_title(f"{dtype}: median with 95% CI, data resident on the device")
+        ax.legend(fontsize="small")
+    result.png, result.facts = to_png(fig), {"labels": labels_by_dtype}
+    result.caption = ("Resident time (inputs already on the device; transfers are in the time-split figure). "
+                      "Error bars: 95% confidence interval of the median. Log scale.")
+    return result
+
+
+# -- (2) speed-up against problem size ----------------------------------------------------------
+
+def _speedup_points(rows: list[Row], attr: str) -> list[tuple[float, Any]]:
+    return [(size_of(r.spec), getattr(r, attr)) for r in rows if getattr(r, attr) is not None and size_of(r.spec)]
+
+
+def _draw_speedup(ax, points, colour, style: str, label: str, crossings: list) -> None:
+    sizes = [p[0] for p in points]
+    ratios = [p[1] for p in points]
+    ax.plot(sizes, [r.ratio for r in ratios], style, color=colour, marker="o" if style == "-" else "s", label=label)
+    ax.fill_between(sizes, [r.low for r in ratios], [r.high for r in ratios], color=colour, alpha=0.18)
+    crossing = find_crossing(Curve(tuple(sizes), tuple(ratios))) if len(points) > 1 else None
+    if crossing:
+        ax.axvline(crossing.size, color=colour, linestyle=":", linewidth=1.2)
+        sure = "" if crossing.supported else " (CI includes 1)"
+        stagger_pt = 12 + 13 * sum(1 for c in crossings if c.get("axes") is ax)  # close crossings stay legible
+        ax.annotate(f"break-even n≈{crossing.size:,.0f}{sure}", (crossing.size, 1.0), xytext=(5, stagger_pt),
+                    textcoords="offset points", fontsize="small", color=colour)
+        crossings.append({"series": label, "n": crossing.size, "supported": crossing.supported, "axes": ax})
+
+
+def _plain_log_axes(ax, sizes: list[float]) -> None:
+    """Log axes labelled '0.5×' and '1,000' rather than 5×10⁻¹: readable without decoding."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [f"{n:,.0f}" for n in sizes])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0, 7.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def speedup_vs_size(run: RunData) -> FigureResult:
+    result = FigureResult("matmul-speedup", "Speed-up against the CPU (all cores) by problem size")
+    series = {dtype: {label: rows for label, rows in by.items() if not is_cpu_baseline(rows[0])
+                      and any(r.speedup_all for r in rows)}
+              for dtype, by in matmul_series(run.rows).items()}
+    series = {dtype: by for dtype, by in series.items() if by}
+    if not series:
+        result.note = ("no data for speed-ups: no matmul result on another device or backend with a "
+                       "CPU (all cores) numpy baseline at the same size")
+        return result
+    fig, axes = new_figure(len(series))
+    palette = colours(label for by in series.values() for label in by)
+    crossings: list[dict] = []
+    for ax, (dtype, by_series) in zip(axes, sorted(series.items())):
+        for label, rows in sorted(by_series.items()):
+            _draw_speedup(ax, _speedup_points(rows, "speedup_all"), palette[label], "-", f"{label} resident", crossings)
+            e2e = _speedup_points(rows, "speedup_end_to_end")
+            if e2e:
+                _draw_speedup(ax, e2e, palette[label], "--", f"{label} end-to-end", crossings)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        _plain_log_axes(ax, sorted({size_of(r.spec) for rows in by_series.values() for r in rows}))
+        ax.set_xlabel("matrix order n (elements per side)")
+        ax.set_ylabel("speed-up (× CPU all cores)")
+        ax.set_title(f"{dtype}: above 1 the device is faster; bands are 95% bootstrap intervals")
+        ax.legend(fontsize="small")
+    result.png = to_png(fig)
+    result.facts = {"crossings": [{k: v for k, v in c.items() if k != "axes"} for c in crossings]}
+    result.caption = ("Solid: data resident on the device; dashed: end-to-end, transfers included. "
+                      "Break-even interpolated (log–log) where a curve crosses 1.")
+    return result
+
+
+# -- (3) where the time goes: transfers against compute -----------------------------------------
+
+def time_split(run: RunData) -> FigureResult:
+    result = FigureResult("matmul-time-split", "Where the time goes: to device, compute, back to host")
+    panels = [(dtype, label, rows) for dtype, by in sorted(matmul_series(run.rows).items())
+              for label, rows in sorted(by.items())
+              if any(phase_median_s(r, p) for r in rows for p in ("to_device", "to_host"))]
+    if not panels:
+        result.note = ("no data for the time split: no matmul result moved data to or from a device "
+                       "(every device here computes on host memory)")
+        return result
+    fig, axes = new_figure(len(panels), height_in=3.2)
+    shares = {}
+    for ax, (dtype, label, rows) in zip(axes, panels):
+        shares[f"{label} {dtype}"] = _draw_split(ax, rows, dtype)
+        ax.set_title(f"{label}, {dtype}: share of the summed phase times; total above each bar")
+    result.png, result.facts = to_png(fig), {"transfer_share": shares}
+    result.caption = ("Each phase timed on its own (median); bars add to 100%. "
+                      "Where orange and purple dominate, moving the data costs more than computing.")
+    return result
+
+
+def _draw_split(ax, rows: list[Row], dtype: str) -> dict[float, float]:
+    sizes = [size_of(r.spec) for r in rows]
+    phases = {p: [phase_median_s(r, p) or 0.0 for r in rows] for p in PHASE_COLOURS}
+    totals = [sum(values) for values in zip(*phases.values())]
+    bottom = [0.0] * len(rows)
+    for phase, values in phases.items():
+        percent = [100 * v / t if t else 0.0 for v, t in zip(values, totals)]
+        ax.bar(range(len(rows)), percent, 0.6, bottom=bottom, color=PHASE_COLOURS[phase], label=phase)
+        bottom = [b + p for b, p in zip(bottom, percent)]
+    for x, total in enumerate(totals):
+        ax.annotate(format_seconds(total), (x, 100), xytext=(0, 3), textcoords="offset points",
+                    ha="center", fontsize="small")
+    ax.set_xticks(range(len(rows)), [footprint_label(n, dtype) for n in sizes])
+    ax.set_ylim(0, 112)
+    ax.set_xlabel("matrix order n (memory for A, B and C)")
+    ax.set_ylabel("share of time (%)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return {n: (phases["to_device"][i] + phases["to_host"][i]) / totals[i] if totals[i] else 0.0
+            for i, n in enumerate(sizes)}
+
+
+def make_figures(run: RunData) -> list[FigureResult]:
+    """Every figure of a run's report, present or with its note, in reading order."""
+    from accelbench.report.roofline import precision_speed, roofline
+
+    return [time_per_size(run), speedup_vs_size(run), time_split(run), roofline(run), precision_speed(run)]
