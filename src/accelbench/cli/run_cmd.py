@@ -101,9 +101,23 @@ def _print_summary(results) -> None:
     # a log file gets wide lines rather than a table folded into 80 columns
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
     render_summary(results.rows, results.skips, console)
+    _print_findings(results, console)
     console.print()
     console.print(f"Run [bold]{results.run_id}[/]: {len(results.measurements)} results, "
                   f"{len(results.skips)} skipped, saved in {results.db_path}")
+
+
+def _print_findings(results, console) -> None:
+    from rich.markup import escape
+
+    found = results.findings()
+    if not found:
+        return
+    console.print()
+    console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
+    for finding in found:
+        mark = "[yellow]![/]" if finding.severity == "warning" else "•"
+        console.print(f"  {mark} {escape(finding.text)}")
 
 
 class _progress:

@@ -34,6 +34,14 @@ class RunResults:
     skips: list[Skip]
     devices: dict[str, Device] = field(default_factory=dict)
     interrupted: bool = False
+    machine: dict[str, Any] = field(default_factory=dict)
+    rigor: str | None = None
+
+    def findings(self) -> list:
+        """What the measurements support saying (accelbench.report.advice), warnings first."""
+        from accelbench.report.advice import findings
+
+        return findings(self.rows, self.devices, self.machine, rigor=self.rigor)
 
     @property
     def rows(self) -> list[Row]:
@@ -64,6 +72,7 @@ class RunResults:
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "db": self.db_path, "interrupted": self.interrupted,
                 "results": [row.to_dict() for row in self.rows],
+                "findings": [f.to_dict() for f in self.findings()],
                 "skips": [s.to_dict() for s in self.skips]}
 
 
@@ -151,8 +160,9 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
     from accelbench.store.db import Store
 
     inventory = inventory or collect_inventory(db_path=db)
+    machine = machine_record(backends, inventory)
     with Store(db) as store:
-        run_id = store.start_run(machine_record(backends, inventory),
+        run_id = store.start_run(machine,
                                  {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
         with _sigterm_as_interrupt(), _telemetry(plan, telemetry) as sampler:
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
@@ -160,7 +170,8 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
         path = str(store.path)
     return RunResults(run_id, path, outcome.measurements, outcome.skips,
-                      {d.id: d for d in inventory.devices}, outcome.interrupted)
+                      {d.id: d for d in inventory.devices}, outcome.interrupted, machine,
+                      getattr(rigor, "name", rigor))
 
 
 def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = None,
