@@ -37,6 +37,11 @@ class RunResults:
     machine: dict[str, Any] = field(default_factory=dict)
     rigor: str | None = None
 
+    def _repr_html_(self) -> str:
+        from accelbench.compare import results_table_html
+
+        return results_table_html(self.rows)
+
     def findings(self) -> list:
         """What the measurements support saying (accelbench.report.advice), warnings first."""
         from accelbench.report.advice import findings

@@ -1,0 +1,115 @@
+"""`accelbench compare A B`: run B against baseline run A, spec by spec; `--reference RUN`: one run
+among the seeds' published figures and datasheet peaks.
+
+A and B are run ids, unique id prefixes, latest, latest~N, or files written by `accelbench export`
+(FILE.json, or FILE.json#RUN when it holds several runs), read and validated without importing.
+Exit status: 0, or 1 when --fail-if-slower finds a significant slowdown above its threshold,
+2 for bad input.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from accelbench.errors import UsageError
+
+DEFAULT_PAIR = ("latest~1", "latest")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help="baseline A then candidate B: run id, unique prefix, latest, latest~N, or an "
+                             "exported FILE.json[#RUN] (default: latest~1 latest)")
+    parser.add_argument("--reference", metavar="RUN",
+                        help="instead: place RUN among the seeds' published figures and datasheet peaks")
+    parser.add_argument("--fail-if-slower", type=float, metavar="PCT",
+                        help="exit 1 when a spec is significantly slower in B by more than PCT percent "
+                             "(point estimate of the ratio of medians), for CI")
+    parser.add_argument("--same-within", type=float, default=5.0, metavar="PCT",
+                        help="call a spec 'same' only when the 95%% interval of its speed-up lies within "
+                             "±PCT%% of 1 (default 5)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
+
+
+def _check_options(args) -> None:
+    if args.fail_if_slower is not None and args.fail_if_slower < 0:
+        raise UsageError(f"--fail-if-slower: {args.fail_if_slower:g} is negative; accepted: a percentage >= 0")
+    if not 0 < args.same_within < 100:
+        raise UsageError(f"--same-within: {args.same_within:g} is outside (0, 100); accepted: a percentage, e.g. 5")
+    if args.reference and args.runs:
+        raise UsageError(f"--reference takes one run; drop {' '.join(args.runs)!r} or drop --reference")
+    if not args.reference and len(args.runs) not in (0, 2):
+        raise UsageError(f"compare needs two runs (baseline A, candidate B), got {len(args.runs)}: "
+                         f"{' '.join(args.runs)}")
+
+
+def load_ref(ref: str, db: str | None):
+    from accelbench.compare.sources import load_run
+
+    try:
+        return load_run(ref, db)
+    except UsageError as exc:  # every message names the bad reference, whatever layer raised it
+        message = str(exc)
+        raise UsageError(message if ref in message else f"{ref!r}: {message}") from None
+
+
+def finite(value):
+    """Plain JSON has no NaN or Infinity: an unbounded interval end is written as null."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def print_json(document) -> None:
+    json.dump(finite(document), sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def _console():
+    from rich.console import Console
+
+    # a CI log gets wide lines rather than a table folded into 80 columns
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+
+
+def _reference(args) -> int:
+    from accelbench.compare.reference import reference_report
+    from accelbench.compare.render import render_reference
+
+    run = load_ref(args.reference, args.db)
+    if args.json:
+        print_json(reference_report(run))
+    else:
+        render_reference(run, _console())
+    return 0
+
+
+def run(args) -> int:
+    from accelbench.compare.compare import compare_runs
+    from accelbench.compare.render import render_comparison
+
+    _check_options(args)
+    if args.reference:
+        return _reference(args)
+    ref_a, ref_b = args.runs or DEFAULT_PAIR
+    comparison = compare_runs(load_ref(ref_a, args.db), load_ref(ref_b, args.db), same_within=args.same_within / 100)
+    failing = [] if args.fail_if_slower is None else comparison.slower_than(args.fail_if_slower / 100)
+    if args.json:
+        document = comparison.to_dict()
+        if args.fail_if_slower is not None:
+            document["fail_if_slower"] = {"percent": args.fail_if_slower, "failed": bool(failing),
+                                          "specs": [r.label for r in failing]}
+        print_json(document)
+    else:
+        render_comparison(comparison, _console())
+    if failing:
+        shown = "; ".join(f"{r.label}: {r.factor_text()}" for r in failing)
+        print(f"accelbench compare: {len(failing)} spec(s) significantly slower by more than "
+              f"{args.fail_if_slower:g}%: {shown}", file=sys.stderr)
+        return 1
+    return 0

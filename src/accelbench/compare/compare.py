@@ -1,0 +1,261 @@
+"""Compare two runs spec by spec: ratio of medians with its 95% interval, a tested verdict, a summary.
+
+For every spec measured (and verified) in both runs the speed-up is baseline time / candidate time
+(> 1: run B is faster), bootstrapped from the raw samples. The verdict needs two things to agree:
+
+* "same": the whole interval lies within 1 ± `same_within`, tight enough that any difference is
+  too small to claim (the default band is wider than timing.stats' 2% because run-to-run drift on
+  one machine — clocks, placement, neighbours — is larger than within-run noise);
+* "faster" / "slower": the interval excludes 1 *and* a two-sided Mann-Whitney test on the raw
+  samples rejects "no difference" at `alpha` in the same direction;
+* "inconclusive": anything else (a wide interval, too few samples, the two tests disagree).
+
+Results whose check failed in either run count nowhere; they are listed as excluded.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from accelbench.compare import metadata
+from accelbench.compare.sources import RunData
+from accelbench.results import Measurement, Spec
+from accelbench.runner.summary import params_text, where
+from accelbench.timing import stats
+
+SAME_WITHIN = 0.05
+ALPHA = 0.05
+MIN_SAMPLES = 6  # below this the order-statistic interval of a median does not exist at 95%
+VERDICTS = ("same", "slower", "faster", "inconclusive")
+
+
+def spec_label(spec: Spec) -> str:
+    """"matmul numpy@cpu (2 threads) dtype=float32 n=2000": the way the run tables name a spec."""
+    return " ".join(p for p in (spec.workload, where(spec), params_text(spec)) if p)
+
+
+@dataclass(frozen=True)
+class SpecComparison:
+    """One spec in both runs. `verdict` is one of VERDICTS or "excluded" (with `note` saying why)."""
+
+    spec: Spec
+    verdict: str
+    median_a_s: float | None = None
+    median_b_s: float | None = None
+    n_a: int = 0
+    n_b: int = 0
+    speedup: stats.RatioCI | None = None   # time A / time B
+    p_value: float | None = None           # Mann-Whitney, two-sided
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return spec_label(self.spec)
+
+    @property
+    def counted(self) -> bool:
+        return self.verdict in VERDICTS
+
+    def factor_text(self) -> str:
+        """"1.31× slower" / "1.20× faster" / "1.00×", from the point estimate."""
+        if self.speedup is None:
+            return "—"
+        ratio = self.speedup.ratio
+        if ratio < 1:
+            return f"{1 / ratio:.2f}× slower"
+        return f"{ratio:.2f}× faster" if ratio > 1 else "1.00×"
+
+    def slowdown_fraction(self) -> float:
+        """How much longer B takes than A (0.31 for 1.31× slower); 0 when not slower."""
+        if self.speedup is None or self.speedup.ratio >= 1:
+            return 0.0
+        return 1 / self.speedup.ratio - 1
+
+    def to_dict(self) -> dict:
+        ci = self.speedup
+        return {"spec": self.spec.to_dict(), "label": self.label, "verdict": self.verdict, "note": self.note,
+                "median_a_s": self.median_a_s, "median_b_s": self.median_b_s, "n_a": self.n_a, "n_b": self.n_b,
+                "speedup": None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high,
+                                                    "confidence": ci.confidence},
+                "p_value": self.p_value}
+
+
+def verdict_of(ci: stats.RatioCI, test: stats.MannWhitney, *, same_within: float = SAME_WITHIN,
+               alpha: float = ALPHA) -> str:
+    """Combine the interval's reading with the rank test: a claimed difference needs both."""
+    reading = stats.speedup_verdict(ci.low, ci.high, same_within=same_within)
+    if reading in ("faster", "slower") and test.verdict(alpha) != reading:
+        return "inconclusive"
+    return reading
+
+
+def compare_measurements(a: Measurement, b: Measurement, *, same_within: float = SAME_WITHIN,
+                         alpha: float = ALPHA, note: str = "") -> SpecComparison:
+    """The verdict for one spec measured as `a` in the baseline run and `b` in the candidate."""
+    spec = a.spec
+    failed = [name for name, m in (("A", a), ("B", b)) if not m.valid]
+    if failed:
+        return SpecComparison(spec, "excluded", note=f"check failed in run {' and '.join(failed)}")
+    median_a, median_b = stats.median(a.samples_s), stats.median(b.samples_s)
+    base = dict(median_a_s=median_a, median_b_s=median_b, n_a=len(a.samples_s), n_b=len(b.samples_s))
+    if median_a <= 0 or median_b <= 0:
+        return SpecComparison(spec, "excluded", note="a median time of zero: no ratio", **base)
+    if a.threads != b.threads:  # what the BLAS really ran with, read back during the measurement
+        note = _join(note, f"threads read back: {a.threads} in A, {b.threads} in B")
+    ci = stats.speedup_ci(a.samples_s, b.samples_s)
+    test = stats.mann_whitney(a.samples_s, b.samples_s)
+    verdict = verdict_of(ci, test, same_within=same_within, alpha=alpha)
+    if min(base["n_a"], base["n_b"]) < MIN_SAMPLES:
+        verdict, note = "inconclusive", _join(note, f"too few samples for a verdict (need {MIN_SAMPLES})")
+    return SpecComparison(spec, verdict, speedup=ci, p_value=test.p_value, note=note, **base)
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def geometric_mean(rows: list[SpecComparison], confidence: float = stats.CONFIDENCE) -> stats.RatioCI | None:
+    """The geometric mean speed-up over counted specs, with an interval.
+
+    Each spec's bootstrap interval is read as a normal interval on the log scale (its standard error
+    is the log-width / 2z) and the specs as independent, so the mean of k logs has standard error
+    sqrt(sum se²) / k. Specs of one run share a machine state, so this interval is a lower bound on
+    the real uncertainty when whole runs drift.
+    """
+    counted = [r.speedup for r in rows if r.counted and r.speedup is not None]
+    if not counted:
+        return None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    logs = [math.log(ci.ratio) for ci in counted]
+    errors = [(math.log(ci.high) - math.log(ci.low)) / (2 * z) for ci in counted]
+    centre = math.fsum(logs) / len(logs)
+    spread = z * math.sqrt(math.fsum(e * e for e in errors)) / len(errors)
+    return stats.RatioCI(math.exp(centre), math.exp(centre - spread), math.exp(centre + spread), confidence)
+
+
+# -- matching the two runs' specs ----------------------------------------------------------------
+
+def _without_threads(spec: Spec) -> str:
+    return Spec(spec.workload, spec.backend, spec.device,
+                tuple(p for p in spec.params if p[0] != "threads")).key
+
+
+def _threads(m: Measurement) -> int | None:
+    value = m.spec.param("threads")
+    return None if value is None else int(value)
+
+
+def _all_cores(measurements: list[Measurement]) -> dict[str, Measurement]:
+    """CPU specs run on every thread their run used (more than one), keyed without the count."""
+    most: dict[str, int] = {}
+    for m in measurements:
+        if _threads(m) is not None:
+            key = _without_threads(m.spec)
+            most[key] = max(most.get(key, 0), _threads(m))
+    return {_without_threads(m.spec): m for m in measurements
+            if _threads(m) is not None and _threads(m) == most[_without_threads(m.spec)] > 1}
+
+
+def match_specs(a: list[Measurement], b: list[Measurement]
+                ) -> tuple[list[tuple[Measurement, Measurement, str]], list[Spec], list[Spec]]:
+    """Pairs by Spec.key; then "all cores" CPU specs whose thread counts differ (another machine).
+
+    Returns (pairs with a note, specs only in A, specs only in B). A spec measured twice in one run
+    keeps its last measurement.
+    """
+    by_key_a = {m.spec.key: m for m in a}
+    by_key_b = {m.spec.key: m for m in b}
+    pairs = [(by_key_a[k], by_key_b[k], "") for k in by_key_a if k in by_key_b]
+    rest_a = {k: m for k, m in by_key_a.items() if k not in by_key_b}
+    rest_b = {k: m for k, m in by_key_b.items() if k not in by_key_a}
+    wide_a, wide_b = _all_cores(list(by_key_a.values())), _all_cores(list(by_key_b.values()))
+    for key, ma in wide_a.items():
+        mb = wide_b.get(key)
+        if mb is None or ma.spec.key not in rest_a or mb.spec.key not in rest_b:
+            continue
+        pairs.append((ma, mb, f"all cores: {_threads(ma)} threads in A, {_threads(mb)} in B"))
+        del rest_a[ma.spec.key], rest_b[mb.spec.key]
+    return pairs, [m.spec for m in rest_a.values()], [m.spec for m in rest_b.values()]
+
+
+# -- the comparison ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run B (candidate) against run A (baseline): per-spec verdicts, a summary, what differs."""
+
+    a: RunData
+    b: RunData
+    rows: tuple[SpecComparison, ...]
+    only_a: tuple[Spec, ...]
+    only_b: tuple[Spec, ...]
+    differences: tuple[metadata.MetadataDifference, ...]
+    same_machine: bool
+    geomean: stats.RatioCI | None
+    same_within: float = SAME_WITHIN
+    alpha: float = ALPHA
+
+    def by_verdict(self, verdict: str) -> list[SpecComparison]:
+        return [r for r in self.rows if r.verdict == verdict]
+
+    def counts(self) -> dict[str, int]:
+        return {v: len(self.by_verdict(v)) for v in (*VERDICTS, "excluded")}
+
+    def slower_than(self, fraction: float) -> list[SpecComparison]:
+        """Significant slowdowns (verdict "slower") whose point estimate exceeds `fraction` (0.1: 10%)."""
+        return [r for r in self.by_verdict("slower") if r.slowdown_fraction() > fraction]
+
+    @property
+    def scope(self) -> str:
+        if self.same_machine:
+            return f"same machine ({self.a.hostname})"
+        return f"ACROSS MACHINES: {self.a.hostname or '?'} → {self.b.hostname or '?'}"
+
+    def summary_line(self, shown: int = 3) -> str:
+        """"12 same, 1 slower (matmul numpy@cpu n=2000: 1.31× slower), 0 faster, 2 inconclusive"."""
+        parts = [f"{len(self.by_verdict('same'))} same"]
+        for verdict in ("slower", "faster"):
+            rows = sorted(self.by_verdict(verdict), key=lambda r: abs(math.log(r.speedup.ratio)), reverse=True)
+            detail = ", ".join(f"{r.label}: {r.factor_text()}" for r in rows[:shown])
+            if len(rows) > shown:
+                detail += f" and {len(rows) - shown} more"
+            parts.append(f"{len(rows)} {verdict}" + (f" ({detail})" if detail else ""))
+        parts.append(f"{len(self.by_verdict('inconclusive'))} inconclusive")
+        excluded = len(self.by_verdict("excluded"))
+        line = ", ".join(parts) + (f"; {excluded} excluded (check failed)" if excluded else "")
+        if self.geomean is not None:
+            g = self.geomean
+            line += f"; geometric mean speed-up {g.ratio:.3f}× [{g.low:.3f}–{g.high:.3f}]"
+        return line + ("" if self.same_machine else f" — {self.scope}")
+
+    def to_dict(self) -> dict:
+        g = self.geomean
+        return {
+            "a": {"run_id": self.a.run_id, "source": self.a.source, "hostname": self.a.hostname},
+            "b": {"run_id": self.b.run_id, "source": self.b.source, "hostname": self.b.hostname},
+            "same_machine": self.same_machine, "same_within": self.same_within, "alpha": self.alpha,
+            "counts": self.counts(), "summary": self.summary_line(),
+            "geometric_mean_speedup": None if g is None else {"ratio": g.ratio, "ci_low": g.low, "ci_high": g.high},
+            "rows": [r.to_dict() for r in self.rows],
+            "only_in_a": [s.to_dict() for s in self.only_a], "only_in_b": [s.to_dict() for s in self.only_b],
+            "metadata_differences": [d.to_dict() for d in self.differences],
+        }
+
+    def _repr_html_(self) -> str:
+        from accelbench.compare.html import comparison_html
+
+        return comparison_html(self)
+
+
+def compare_runs(a: RunData, b: RunData, *, same_within: float = SAME_WITHIN, alpha: float = ALPHA) -> Comparison:
+    """Compare run B (candidate) with run A (baseline), spec by spec."""
+    if not 0 < same_within < 1:
+        raise ValueError(f"same_within must be within (0, 1), got {same_within}")
+    pairs, only_a, only_b = match_specs(list(a.measurements), list(b.measurements))
+    rows = [compare_measurements(ma, mb, same_within=same_within, alpha=alpha, note=note) for ma, mb, note in pairs]
+    devices = {ma.spec.device for ma, _, _ in pairs}
+    return Comparison(a=a, b=b, rows=tuple(rows), only_a=tuple(only_a), only_b=tuple(only_b),
+                      differences=tuple(metadata.differences(a, b, devices)),
+                      same_machine=metadata.same_machine(a, b), geomean=geometric_mean(rows),
+                      same_within=same_within, alpha=alpha)

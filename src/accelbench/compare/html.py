@@ -1,0 +1,96 @@
+"""HTML tables for Jupyter: a Comparison's `_repr_html_`, and a run's results (RunResults rows).
+
+Plain HTML with inline styles only, every value escaped: a notebook renders it as it is, and a
+workload name or warning can never inject markup.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import TYPE_CHECKING
+
+from accelbench.compare.compare import spec_label
+from accelbench.runner.summary import params_text, where
+from accelbench.units import format_seconds, format_si
+
+if TYPE_CHECKING:  # annotations only
+    from accelbench.compare.compare import Comparison
+    from accelbench.runner.analysis import Row
+
+_VERDICT_COLOUR = {"faster": "#1a7f37", "slower": "#cf222e", "inconclusive": "#9a6700", "excluded": "#6e7781"}
+_CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> str:
+    """Cells are given already escaped (some carry a colour span)."""
+    aligned = set(right)
+    head = "".join(f'<th style="{_CELL}text-align:{"right" if i in aligned else "left"}">{escape(h)}</th>'
+                   for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f'<td style="{_CELL}text-align:{"right" if i in aligned else "left"}">{c}</td>'
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _verdict(verdict: str) -> str:
+    colour = _VERDICT_COLOUR.get(verdict)
+    text = escape(verdict)
+    return f'<span style="color:{colour};font-weight:bold">{text}</span>' if colour else text
+
+
+def _ratio(ci) -> str:
+    if ci is None:
+        return "—"
+    return escape(f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]")
+
+
+def comparison_html(comparison: "Comparison") -> str:
+    """The comparison as a notebook shows it: scope, summary line, one row per spec, differences."""
+    c = comparison
+    rows = [(escape(r.label), escape(format_seconds(r.median_a_s)), escape(format_seconds(r.median_b_s)),
+             _ratio(r.speedup), escape("—" if r.p_value is None else f"{r.p_value:.2g}"),
+             _verdict(r.verdict), escape(r.note)) for r in c.rows]
+    parts = [f"<p><b>Run {escape(c.b.run_id)}</b> against baseline <b>{escape(c.a.run_id)}</b> — "
+             f"{escape(c.scope)}</p>",
+             f"<p>{escape(c.summary_line())}</p>",
+             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "verdict", "note"),
+                    rows, right=(1, 2, 3, 4)),
+             f'<p style="color:#57606a">speed-up = time in A / time in B (&gt; 1: B faster); "same" only when '
+             f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1 "
+             f"and the rank test p &lt; {c.alpha:g}.</p>"]
+    if c.differences:
+        parts.append("<p><b>Recorded differences between the runs</b></p>" + _table(
+            ("field", "A", "B"), ((escape(d.field), escape(d.a), escape(d.b)) for d in c.differences)))
+    for title, specs in (("Only in A", c.only_a), ("Only in B", c.only_b)):
+        if specs:
+            items = "".join(f"<li>{escape(spec_label(s))}</li>" for s in specs)
+            parts.append(f"<p><b>{title}</b> ({len(specs)})</p><ul>{items}</ul>")
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def _time_cell(summary) -> str:
+    halfwidth = max(summary.median_s - summary.ci_low_s, summary.ci_high_s - summary.median_s)
+    if summary.median_s <= 0 or math.isinf(halfwidth):
+        return f"{format_seconds(summary.median_s)} (n={summary.n}, no CI)"
+    return f"{format_seconds(summary.median_s)} ± {halfwidth / summary.median_s:.1%}"
+
+
+def _speedup_cell(row: "Row") -> str:
+    if row.baseline_role == "cpu_all_cores":
+        return "baseline"
+    ci = row.speedup_all
+    return "—" if ci is None else f"{ci.ratio:.2f}× [{ci.low:.2f}–{ci.high:.2f}] {ci.verdict()}"
+
+
+def results_table_html(rows: Sequence["Row"]) -> str:
+    """One run's analysed rows (RunResults.rows) as an HTML table: time ± CI, rate, check, speed-up."""
+    cells = []
+    for row in rows:
+        m = row.measurement
+        rate = format_si(row.rate, row.rate_unit) if m.valid and row.rate else "—"
+        check = "passed" if m.valid else '<span style="color:#cf222e;font-weight:bold">check failed</span>'
+        cells.append((escape(m.spec.workload), escape(where(m.spec)), escape(params_text(m.spec)),
+                      escape(_time_cell(row.summary)), escape(rate), check, escape(_speedup_cell(row)),
+                      escape("; ".join(m.warnings))))
+    return "<div>" + _table(("workload", "where", "parameters", "median ± 95% CI", "rate", "check",
+                             "× vs CPU all cores [95% CI]", "warnings"), cells, right=(3, 4)) + "</div>"
