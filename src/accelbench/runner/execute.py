@@ -64,7 +64,7 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     watched = sorted({device, "cpu"})
     if prepared.self_timed is not None:
         with (sampler.window() if sampler else contextlib.nullcontext()) as window:
-            timed = prepared.self_timed()
+            timed = prepared.self_timed(rigor=rigor)
         return _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
 
     def synchronize():

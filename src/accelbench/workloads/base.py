@@ -28,9 +28,9 @@ class Prepared:
     #: workload-specific figures after timing and verification (time to accuracy, latency
     #: percentiles, peak memory...), stored in Measurement.extra; names carry units
     metrics: Callable[[], dict] | None = None
-    #: for workloads that must time themselves (several processes, a training run): returns
-    #: SelfTimed; the runner then skips the harness for this instance
-    self_timed: Callable[[], "SelfTimed"] | None = None
+    #: for workloads that must time themselves (several processes, one synchronised batch per
+    #: sample): called as self_timed(rigor=Rigor), returns SelfTimed; the harness is skipped
+    self_timed: Callable[..., "SelfTimed"] | None = None
 
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:

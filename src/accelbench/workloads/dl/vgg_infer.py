@@ -1,0 +1,306 @@
+"""VGG19 inference as seed 004 runs it: 8 CIFAR-10-sized images upsampled 7× to 224×224, batch 8.
+
+Seed 004 times one batch apart (PlaidML compiles its kernels then) and then 10 batches. Here the
+first batch is `first_call_s` (allocation, oneDNN/cuDNN algorithm choice, lazy init), and every
+later sample is exactly one batch, synchronised before each clock read, so p50/p90/p99 latency
+are percentiles of real per-batch times (the harness would group fast calls into blocks). At
+least the seed's 10 batches are timed, more while a short budget lasts, for a steadier tail.
+
+Weights are random (nothing can be downloaded), drawn once per process from the run's seed, and
+the last bias is calibrated so the logits of different images differ as a trained classifier's
+do: without that, a random VGG gives every image the same top class and the argmax agreement
+between precisions would mean nothing. Verification compares the logits with a float32 run of
+the same weights on the CPU (contiguous layout) on the same images.
+"""
+from __future__ import annotations
+
+import math
+import time
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from accelbench.errors import Unsupported
+from accelbench.results import Check, Work
+from accelbench.timing import stats
+from accelbench.workloads.base import Prepared, SelfTimed, Workload
+from accelbench.workloads.dl import vgg as vgg_model
+from accelbench.workloads.verify import make_check, relative_norm_error
+
+LAYOUTS = ("contiguous", "channels_last")
+SOURCE_PX = 32                 # CIFAR-10 images are 32×32
+SEED_BATCH, SEED_IMAGE_PX, SEED_DEPTH = 8, 224, 19
+QUICK_IMAGE_PX = 64            # the quick grid's reduced size, labelled in every spec
+BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64)  # ~10 min on a 2-core CPU in all precisions; seconds on a GPU
+NUM_CLASSES = 1000             # Keras' VGG19 top: ImageNet classes
+MIN_TIMED_BATCHES = 10         # seed 004 times 10 batches
+TIMED_BUDGET_S = 2.0           # then more batches while this lasts (fast devices get a real p99)
+MAX_TIMED_BATCHES = 500
+VERIFY_IMAGES = 8              # logits of at most this many images are compared with the reference
+CALIBRATION_IMAGES = 4
+# relative norm error of the logits vs float32: measured ~5e-2 for bf16 weights and activations,
+# ~1e-5 for fp32 with another algorithm (channels_last); TF32 (~6e-3) fails fp32 on purpose
+LOGIT_TOLERANCE = {"float32": 5e-4, "float16": 3e-2, "bfloat16": 1.5e-1}
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+# seed 004's figures: total after 10 predict() calls / 10 (Keras, fp32, batch 8 at 224×224)
+SEED_REFERENCE = {
+    "source": "seed 004 (004_edc4cf9964499119.txt): Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
+              "upsampled 7x to 224x224, fp32, mean of 10 predict() calls after one compile batch; "
+              "predict() includes Keras overhead and the host-to-device copy",
+    "cpu_tensorflow_s_per_batch": 0.929,
+    "intel_uhd_630_plaidml_s_per_batch": 4.198,
+    "radeon_pro_5300m_plaidml_s_per_batch": 0.424,
+}
+
+
+def time_batches(call: Callable[[], object], synchronize: Callable[[], object], *,
+                 min_batches: int = MIN_TIMED_BATCHES, budget_s: float = TIMED_BUDGET_S,
+                 max_batches: int = MAX_TIMED_BATCHES,
+                 clock: Callable[[], float] = time.perf_counter) -> tuple[float, list[float]]:
+    """(first call, per-call samples): one call per sample, synchronised before every clock read.
+
+    At least `min_batches` samples, then more until `budget_s` of sampled time or `max_batches`.
+    """
+    def one_call_s() -> float:
+        synchronize()
+        start_s = clock()
+        call()
+        synchronize()
+        return clock() - start_s
+
+    first_s = one_call_s()
+    samples_s: list[float] = []
+    spent_s = 0.0
+    while len(samples_s) < max_batches and (len(samples_s) < min_batches or spent_s < budget_s):
+        samples_s.append(one_call_s())
+        spent_s += samples_s[-1]
+    return first_s, samples_s
+
+
+def sample_warnings(samples_s: list[float], what: str = "batch") -> tuple[tuple[str, ...], bool]:
+    """(warnings, target met) for per-call samples, in the harness's words."""
+    summary = stats.summarize(samples_s)
+    warnings = []
+    target_met = summary.rel_ci_halfwidth <= 0.05
+    if not target_met:
+        width = "undefined" if math.isinf(summary.rel_ci_halfwidth) else f"±{summary.rel_ci_halfwidth:.1%}"
+        warnings.append(f"95% CI of the median {width} with {summary.n} samples, target ±5%")
+    if summary.rel_iqr > 0.10:
+        warnings.append(f"unstable: IQR is {summary.rel_iqr:.0%} of median")
+    if summary.n < 100:
+        warnings.append(f"p99 from {summary.n} {what}es is close to the slowest one, not a measured tail")
+    return tuple(warnings), target_met
+
+
+def cifar_like_images(count: int, seed: int) -> np.ndarray:
+    """uint8 (count, 3, 32, 32) images: smooth random colour fields with pixel noise, like photos.
+
+    Real CIFAR-10 cannot be downloaded; varied low-frequency content (not flat noise) gives each
+    image its own activations, so different images get different logits. Image i depends only on
+    (seed, i), so the first k images of any batch are the same k images.
+    """
+    position = np.linspace(0.0, 4.0, SOURCE_PX)
+    low = np.floor(position).astype(int).clip(0, 3)
+    weight = position - low
+    images = []
+    for index in range(count):
+        rng = np.random.default_rng([seed, index])
+        coarse = rng.uniform(0.0, 255.0, size=(3, 5, 5))
+        rows = coarse[:, low, :] * (1 - weight)[:, None] + coarse[:, low + 1, :] * weight[:, None]
+        smooth = rows[..., low] * (1 - weight) + rows[..., low + 1] * weight  # bilinear in both axes
+        images.append(smooth + rng.normal(0.0, 16.0, size=smooth.shape))
+    return np.clip(np.rint(np.stack(images)), 0, 255).astype(np.uint8)
+
+
+def images_on_device(torch, pixels, image_px: int):
+    """uint8 NCHW 32×32 on the device → normalised float32 at `image_px`, upsampled there (nearest, as
+    seed 004's np.repeat)."""
+    scaled = (pixels.float() / 255.0 - 0.45) / 0.25
+    factor = image_px // SOURCE_PX
+    return torch.nn.functional.interpolate(scaled, scale_factor=factor, mode="nearest") if factor > 1 else scaled
+
+
+@lru_cache(maxsize=1)
+def base_model(depth: int, image_px: int, seed: int):
+    """The float32 CPU model every variant is copied from, built once per process (143 M weights)."""
+    import torch
+
+    model = vgg_model.vgg(depth, NUM_CLASSES, image_px, seed=seed).eval()
+    pixels = torch.from_numpy(cifar_like_images(CALIBRATION_IMAGES, seed + 1))  # not the timed images
+    calibration = images_on_device(torch, pixels, image_px)
+    with torch.inference_mode():
+        model.classifier[-1].bias -= model(calibration).mean(dim=0)  # remove the common-mode logit
+    return model
+
+
+@lru_cache(maxsize=4)
+def reference_logits(depth: int, image_px: int, seed: int, count: int) -> np.ndarray:
+    """float32 logits of the first `count` input images: CPU, contiguous, same weights."""
+    import torch
+
+    pixels = torch.from_numpy(cifar_like_images(count, seed))
+    with torch.inference_mode():
+        return base_model(depth, image_px, seed)(images_on_device(torch, pixels, image_px)).numpy().copy()
+
+
+def build_model(torch, depth: int, image_px: int, seed: int, target, dtype: str, layout: str):
+    """The base model on `target` in `dtype` and `layout`: a copy where anything changes, since
+    Module.to converts in place (inference never writes to the weights, so the base can be shared)."""
+    import copy
+
+    base = base_model(depth, image_px, seed)
+    if target.type == "cpu" and dtype == "float32" and layout == "contiguous":
+        return base
+    model = copy.deepcopy(base).to(device=target, dtype=getattr(torch, dtype))
+    return model.to(memory_format=torch.channels_last) if layout == "channels_last" else model
+
+
+def compare_logits(logits: np.ndarray, reference: np.ndarray, dtype: str, device_seen: str,
+                   device_asked: str) -> tuple[Check, float]:
+    """(check, argmax agreement): finite logits within the dtype's tolerance of the fp32 reference."""
+    logits = np.asarray(logits, dtype=np.float64)
+    error = relative_norm_error(logits, reference)  # inf when not finite or shaped wrongly
+    agreement = float(np.mean(np.argmax(logits, axis=1) == np.argmax(reference, axis=1))) \
+        if logits.shape == reference.shape else 0.0
+    check = make_check(error, LOGIT_TOLERANCE[dtype], device_seen, device_asked,
+                       f"{dtype} logits vs float32 CPU run of the same weights")
+    return check, agreement
+
+
+class VGGInfer(Workload):
+    name = "vgg-infer"
+    description = ("VGG19 inference, seed 004: CIFAR-sized images upsampled 7x to 224x224, batch sweep, "
+                   "per-batch latency percentiles (quick grid: 64x64, labelled image_px=64)")
+    size_param, size_unit = "batch", "images per batch"
+    dtypes = ("float32", "bfloat16", "float16")
+
+    def grid(self, sizes, dtypes, quick):
+        image_px = QUICK_IMAGE_PX if quick else SEED_IMAGE_PX
+        sizes = sizes or ([1, 8] if quick else list(BATCH_SWEEP))
+        dtypes = dtypes or (["float32", "bfloat16"] if quick else list(self.dtypes))
+        return [{"batch": b, "dtype": d, "layout": layout, "image_px": image_px, "depth": SEED_DEPTH}
+                for d in dtypes for layout in LAYOUTS for b in sizes]
+
+    def work(self, params):
+        depth, image_px, batch = params.get("depth", SEED_DEPTH), params["image_px"], params["batch"]
+        weights = vgg_model.parameter_count(depth, NUM_CLASSES, image_px) * ITEMSIZE[params["dtype"]]
+        inputs = batch * 3 * image_px**2 * ITEMSIZE[params["dtype"]]
+        return Work(flops=batch * vgg_model.flops_per_image(depth, NUM_CLASSES, image_px),
+                    bytes_moved=float(weights + inputs + batch * NUM_CLASSES * ITEMSIZE[params["dtype"]]))
+
+    def footprint_bytes(self, params):
+        depth, image_px, batch = params.get("depth", SEED_DEPTH), params["image_px"], params["batch"]
+        weights = vgg_model.parameter_count(depth, NUM_CLASSES, image_px) * 4
+        activations = batch * 64 * image_px**2 * 4 * 3  # the widest layer in, out and a spare
+        return 2 * weights + activations  # the fp32 base model and the device copy
+
+    def prepare(self, backend, device, params, seed):
+        _supported(backend, device, params)
+        return _VGGRun(backend, device, params, seed).prepared()
+
+
+def _supported(backend, device: str, params: dict) -> None:
+    if backend.name != "torch":
+        raise Unsupported(f"vgg-infer is written in PyTorch: run it with --backend torch, not {backend.name}")
+    dtype, layout, image_px = params["dtype"], params["layout"], params["image_px"]
+    if dtype not in backend.dtypes(device):
+        why = (": this CPU has neither AMX-FP16 nor AVX512-FP16, so fp16 convolutions would run a slow "
+               "scalar fallback" if device == "cpu" and dtype == "float16" else "")
+        raise Unsupported(f"torch has no native {dtype} on {device}{why}")
+    if layout not in LAYOUTS:
+        raise Unsupported(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if image_px % SOURCE_PX:
+        raise Unsupported(f"image_px={image_px} is not a whole multiple of the {SOURCE_PX}-pixel source images")
+
+
+class _VGGRun:
+    """One prepared configuration: the model and inputs on the device, and what was measured."""
+
+    def __init__(self, backend, device: str, params: dict, seed: int):
+        self.backend, self.device, self.params, self.seed = backend, device, params, seed
+        self.depth, self.image_px, self.batch = params.get("depth", SEED_DEPTH), params["image_px"], params["batch"]
+        self.dtype, self.layout = params["dtype"], params["layout"]
+        torch = self.torch = backend.namespace(device)
+        target = backend.empty((1,), "float32", device).device
+        self.model = build_model(torch, self.depth, self.image_px, seed, target, self.dtype, self.layout)
+        pixels = backend.from_host(cifar_like_images(self.batch, seed), device)  # 32×32 uint8 travel
+        inputs = images_on_device(torch, pixels, self.image_px).to(getattr(torch, self.dtype))
+        self.inputs = inputs.contiguous(memory_format=torch.channels_last if self.layout == "channels_last"
+                                        else torch.contiguous_format)
+        self.samples_s: list[float] = []
+        self.verified: dict = {}
+        # last, so that a failure above leaves nothing to undo; release restores it
+        self.saved_tf32 = _strict_fp32(torch, device) if self.dtype == "float32" else None
+
+    def prepared(self) -> Prepared:
+        return Prepared(compute=self.compute, verify=self.verify, self_timed=self.self_timed,
+                        metrics=self.metrics, release=self.release)
+
+    def compute(self):
+        with self.torch.inference_mode():
+            return self.model(self.inputs)
+
+    def self_timed(self, rigor=None) -> SelfTimed:
+        budget_s = TIMED_BUDGET_S if rigor is None else rigor.budget_s
+        first_s, self.samples_s = time_batches(self.compute, lambda: self.backend.synchronize(self.device),
+                                               budget_s=budget_s)
+        warnings, target_met = sample_warnings(self.samples_s)
+        if self.image_px != SEED_IMAGE_PX:
+            reduced = f"image_px={self.image_px}: reduced from seed 004's {SEED_IMAGE_PX}x{SEED_IMAGE_PX}"
+            warnings = (reduced,) + warnings
+        return SelfTimed(phases_s={"compute": tuple(self.samples_s)}, first_call_s=first_s,
+                         warnings=warnings, target_met=target_met)
+
+    def verify(self) -> Check:
+        out = self.compute()
+        self.backend.synchronize(self.device)
+        count = min(self.batch, VERIFY_IMAGES)
+        logits = self.backend.to_host(out[:count].float())
+        reference = reference_logits(self.depth, self.image_px, self.seed, count)
+        check, agreement = compare_logits(logits, reference, self.dtype, self.backend.location(out), self.device)
+        self.verified = {"logits_rel_error": check.max_rel_error, "argmax_agreement": agreement,
+                         "argmax_compared_images": count,
+                         "reference_distinct_classes": int(len(set(np.argmax(reference, axis=1).tolist())))}
+        return check
+
+    def metrics(self) -> dict:
+        found = dict(self.verified)
+        found.update(_latency_metrics(self.samples_s, self.batch))
+        found.update({"image_px": self.image_px, "upsample_factor": self.image_px // SOURCE_PX,
+                      "model_parameters": vgg_model.parameter_count(self.depth, NUM_CLASSES, self.image_px),
+                      "flops_per_image": vgg_model.flops_per_image(self.depth, NUM_CLASSES, self.image_px)})
+        seed_config = (self.batch, self.image_px, self.depth, self.dtype) == (SEED_BATCH, SEED_IMAGE_PX,
+                                                                              SEED_DEPTH, "float32")
+        reference = dict(SEED_REFERENCE, matches_seed_config=seed_config)
+        if seed_config and self.samples_s:
+            reference["speedup_vs_seed_cpu"] = SEED_REFERENCE["cpu_tensorflow_s_per_batch"] / found["latency_p50_s"]
+        found["seed_reference"] = reference
+        return found
+
+    def release(self) -> None:
+        if self.saved_tf32 is not None:
+            _restore_tf32(self.torch, self.saved_tf32)
+        self.model = self.inputs = None
+
+
+def _latency_metrics(samples_s: list[float], batch: int) -> dict:
+    if not samples_s:
+        return {}
+    p50_s = stats.quantile(samples_s, 0.5)
+    return {"timed_batches": len(samples_s), "latency_p50_s": p50_s,
+            "latency_p90_s": stats.quantile(samples_s, 0.9), "latency_p99_s": stats.quantile(samples_s, 0.99),
+            "latency_max_s": max(samples_s), "images_per_s": batch / p50_s if p50_s > 0 else None}
+
+
+def _strict_fp32(torch, device: str):
+    """Turn TF32 off on CUDA (cuDNN convolutions use it by default): fp32 must mean fp32."""
+    if not device.startswith(("cuda", "rocm")):
+        return None
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    return saved
+
+
+def _restore_tf32(torch, saved) -> None:
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
