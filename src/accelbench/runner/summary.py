@@ -13,6 +13,28 @@ from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
 
 
+# workload-specific figures worth a column, in the order shown (the rest stay in --json and the DB)
+HEADLINE_EXTRAS = (
+    "time_to_accuracy_s", "accuracy_reached", "train_samples_per_s", "epoch_time_s", "images_per_s",
+    "latency_p50_s", "latency_p99_s", "throughput_samples_per_s", "scaling_efficiency",
+    "speedup_vs_fp32", "draws_per_s", "points_per_s", "rel_error_vs_float64", "error_in_standard_errors",
+)
+
+
+def headline_extras(extra: dict, limit: int = 4) -> str:
+    from accelbench.units import format_property
+
+    shown = []
+    for name in HEADLINE_EXTRAS:
+        value = extra.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = format_property(name, value) if not name.endswith("_per_s") else format_si(value, "/s")
+            shown.append(f"{name.replace('_', ' ')}: {text}")
+        if len(shown) == limit:
+            break
+    return "; ".join(shown)
+
+
 def where(row_or_spec) -> str:
     spec = getattr(row_or_spec, "spec", row_or_spec)
     threads = spec.param("threads")
@@ -50,6 +72,8 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
     columns += [("× vs 1 core", "right")] * with_one + [("× end-to-end vs all cores", "right")] * with_e2e
+    with_extra = any(headline_extras(r.measurement.extra) for r in rows)
+    columns += [("workload figures", "left")] * with_extra
     for header, justify in columns:
         table.add_column(header, justify=justify, overflow="fold")
     for row in rows:
@@ -60,7 +84,9 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
                  f"{_percent(row.of_measured)} / {_percent(row.of_datasheet)}"
                  + (" (formula)" if row.datasheet_provenance == "formula" else ""),
                  "baseline" if row.baseline_role == "cpu_all_cores" else speedup_text(row.speedup_all)]
-        cells += ["baseline" if row.baseline_role == "cpu_one_thread" else speedup_text(row.speedup_one)] * with_one + [speedup_text(row.speedup_end_to_end)] * with_e2e
+        cells += ["baseline" if row.baseline_role == "cpu_one_thread" else speedup_text(row.speedup_one)] * with_one
+        cells += [speedup_text(row.speedup_end_to_end)] * with_e2e
+        cells += [escape(headline_extras(m.extra))] * with_extra
         table.add_row(*cells)
     return table
 
