@@ -1,0 +1,1 @@
+"""Deep-learning workloads (issue #5): the models of the seeds, in PyTorch."""
