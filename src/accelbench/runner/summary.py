@@ -17,14 +17,17 @@ from accelbench.units import format_bytes, format_seconds, format_si
 HEADLINE_EXTRAS = (
     "time_to_accuracy_s", "accuracy_reached", "train_samples_per_s", "epoch_time_s", "images_per_s",
     "latency_p50_s", "latency_p99_s", "throughput_samples_per_s", "scaling_efficiency",
-    "speedup_vs_fp32", "draws_per_s", "points_per_s", "rel_error_vs_float64", "error_in_standard_errors",
+    "speedup_vs_fp32", "rel_error_vs_float64", "error_in_standard_errors", "correct_digits",
 )
 
 
-def headline_extras(extra: dict, limit: int = 4) -> str:
+def headline_extras(extra: dict, limit: int = 4, median_s: float | None = None) -> str:
     from accelbench.units import format_property
 
     shown = []
+    items, unit = extra.get("items_per_call"), extra.get("item_unit")
+    if isinstance(items, (int, float)) and unit and median_s:
+        shown.append(f"{format_si(items / median_s, '')} {unit}/s")
     for name in HEADLINE_EXTRAS:
         value = extra.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -72,7 +75,7 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
     columns += [("× vs 1 core", "right")] * with_one + [("× end-to-end vs all cores", "right")] * with_e2e
-    with_extra = any(headline_extras(r.measurement.extra) for r in rows)
+    with_extra = any(headline_extras(r.measurement.extra, median_s=r.summary.median_s) for r in rows)
     columns += [("workload figures", "left")] * with_extra
     for header, justify in columns:
         table.add_column(header, justify=justify, overflow="fold")
@@ -86,7 +89,7 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
                  "baseline" if row.baseline_role == "cpu_all_cores" else speedup_text(row.speedup_all)]
         cells += ["baseline" if row.baseline_role == "cpu_one_thread" else speedup_text(row.speedup_one)] * with_one
         cells += [speedup_text(row.speedup_end_to_end)] * with_e2e
-        cells += [escape(headline_extras(m.extra))] * with_extra
+        cells += [escape(headline_extras(m.extra, median_s=s.median_s))] * with_extra
         table.add_row(*cells)
     return table
 

@@ -1,0 +1,176 @@
+"""Launching the statistics kernels (stats/opencl_kernels.py) on one pyopencl backend device.
+
+The runner takes the backend's own queue (from an array the backend made), so the harness's
+`backend.synchronize(device)` (queue.finish()) waits for these kernels too. Results stay on the
+device as pyopencl arrays when the timed call asks (keep_on_device=True); otherwise they come back
+as float64 numpy values for the check.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from accelbench.errors import Unsupported
+from accelbench.workloads.stats.opencl_kernels import PREAMBLES, kernel as build_kernel
+
+REDUCE_GROUP = 256        # work-items per reduction group (a power of two)
+GROUPS_PER_UNIT = 8       # reduction groups per compute unit: enough to hide latency on a GPU
+KDE_TILE = 64             # points staged per local-memory tile in the KDE kernel
+
+
+class KernelRunner:
+    generator = "Philox-4x32-10 in-kernel (counter-based)"
+
+    def __init__(self, backend: Any, device: str, dtype: str) -> None:
+        if dtype not in PREAMBLES:
+            raise Unsupported(f"the statistics kernels compute in {', '.join(PREAMBLES)}, not {dtype}")
+        self.backend, self.device, self.dtype = backend, device, dtype
+        probe = backend.empty((1,), "float32", device)
+        self.queue, self.context = probe.queue, probe.context
+        cl_device = self.queue.device
+        self.group = min(REDUCE_GROUP, _power_of_two_at_most(int(cl_device.max_work_group_size)))
+        self.max_groups = max(1, GROUPS_PER_UNIT * int(cl_device.max_compute_units))
+        self.has_float64 = "float64" in backend.dtypes(device)
+        self.arrays: dict[str, Any] = {}
+        self._scratch: dict[tuple, Any] = {}
+        self.last: Any = probe
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _np(self, dtype: str) -> type:
+        return np.float64 if dtype == "float64" else np.float32
+
+    def _kernel(self, dtype: str, family: str, name: str, **defines: int) -> Any:
+        if dtype not in PREAMBLES or (dtype == "float64" and not self.has_float64):
+            raise Unsupported(f"{self.device} has no {dtype} for the statistics kernels")
+        defines = {"RL": self.group, "COLS": 1, **defines}
+        return build_kernel(self.context, dtype, family, name, defines)
+
+    def _array(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A device array kept per (shape, dtype): timed calls do not allocate (the queue is in order,
+        so a call never overwrites what an earlier one is still computing)."""
+        key = (tuple(shape), np.dtype(dtype).name)
+        found = self._scratch.get(key)
+        if found is None:
+            import pyopencl.array as cla
+
+            found = self._scratch[key] = cla.Array(self.queue, shape, dtype)
+        return found
+
+    def _groups(self, work_items: int) -> int:
+        return max(1, min(self.max_groups, -(-work_items // self.group)))
+
+    def _finish(self, result: Any, keep_on_device: bool) -> Any:
+        self.last = result
+        if keep_on_device:
+            return result
+        return np.asarray(result.get(), dtype=np.float64)
+
+    def _reduced(self, dtype: str, partials: Any, groups: int, columns: int, scale: float) -> Any:
+        out = self._array((columns,), self._np(dtype))
+        kernel = self._kernel(dtype, "reduce", "reduce_columns", COLS=columns)
+        kernel(self.queue, (self.group,), (self.group,), np.uint64(groups), self._np(dtype)(scale),
+               partials.data, out.data)
+        return out
+
+    # -- what the workloads call -------------------------------------------------------------------
+    def location(self) -> str:
+        return self.backend.location(self.last)
+
+    def fetch_last(self) -> np.ndarray:
+        return self.backend.to_host(self.last)
+
+    def upload(self, name: str, host: np.ndarray) -> Any:
+        self.arrays[name] = self.backend.from_host(np.ascontiguousarray(host, dtype=self._np(self.dtype)), self.device)
+        return self.arrays[name]
+
+    def release(self) -> None:
+        self.arrays.clear()
+        self._scratch.clear()
+
+    def montecarlo_sums(self, n: int, seed: int, dtype: str, option: dict, keep_on_device: bool = False):
+        """[Σ max(S_T − K, 0), Σ of its squares] over n in-kernel draws."""
+        real = self._np(dtype)
+        drift = (option["rate"] - option["volatility"] ** 2 / 2) * option["maturity_years"]
+        vol = option["volatility"] * option["maturity_years"] ** 0.5
+        groups = self._groups(-(-n // 2))
+        partials = self._array((2 * groups,), real)
+        kernel = self._kernel(dtype, "montecarlo", "call_payoffs")
+        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(n), np.uint64(seed % 2**64),
+               real(drift), real(vol), real(option["spot"]), real(option["strike"]), partials.data)
+        return self._finish(self._reduced(dtype, partials, groups, 2, 1.0), keep_on_device)
+
+    def integrate(self, rule: str, intervals: int, dtype: str, lower: float, upper: float,
+                  keep_on_device: bool = False):
+        """The rule's value of ∫ φ over [lower, upper] (φ's 1/√(2π) and h applied in the reduction)."""
+        real, h = self._np(dtype), (upper - lower) / intervals
+        simpson = int(rule == "simpson")
+        groups = self._groups(intervals + 1)
+        partials = self._array((groups,), real)
+        kernel = self._kernel(dtype, "quadrature", "quadrature", SIMPSON=simpson)
+        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(intervals), real(lower), real(h),
+               partials.data)
+        scale = h / (2 * np.pi) ** 0.5 / (3.0 if simpson else 1.0)
+        return self._finish(self._reduced(dtype, partials, groups, 1, scale), keep_on_device)
+
+    def kernel_means(self, name: str, n: int, dimensions: int, bandwidth2: float, keep_on_device: bool = False):
+        real = self._np(self.dtype)
+        out = self._array((n,), real)
+        kernel = self._kernel(self.dtype, "kde", "kernel_means", TILE=KDE_TILE, D=dimensions)
+        padded = -(-n // KDE_TILE) * KDE_TILE
+        kernel(self.queue, (padded,), (KDE_TILE,), np.int32(n), real(-0.5 / bandwidth2),
+               self.arrays[name].data, out.data)
+        return self._finish(out, keep_on_device)
+
+    def t_test_rejections(self, replicates: int, group_size: int, seed: int, critical: float, effects,
+                          keep_on_device: bool = False):
+        """Rejections per effect size (cell), as `dtype` counts, of `replicates` t-tests each."""
+        real, cells = self._np(self.dtype), len(effects)
+        groups = self._groups(replicates)
+        partials = self._array((groups * cells,), real)
+        if "effects" not in self.arrays:
+            self.arrays["effects"] = self.backend.from_host(np.asarray(effects, dtype=real), self.device)
+        kernel = self._kernel(self.dtype, "ttest", "t_tests", CELLS=cells)
+        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(replicates), np.uint32(group_size),
+               np.uint64(seed % 2**64), real(critical), self.arrays["effects"].data, partials.data)
+        return self._finish(self._reduced(self.dtype, partials, groups, cells, 1.0), keep_on_device)
+
+    def resample_indices(self, resamples: int, n: int, seed: int) -> np.ndarray:
+        """The (resamples, n) index matrix, made on the device and kept there; a host copy returned."""
+        indices = self._array((resamples, n), np.uint32)
+        kernel = self._kernel(self.dtype, "bootstrap", "resample_indices", STAT=0)
+        kernel(self.queue, (resamples * n,), None, np.uint32(resamples), np.uint32(n), np.uint64(seed % 2**64),
+               indices.data)
+        self.arrays["indices"] = indices
+        return indices.get().astype(np.int64)
+
+    def bootstrap(self, stat: str, resamples: int, n: int, keep_on_device: bool = False):
+        """The statistic ("mean" or "ols") of every resample of the uploaded x and y."""
+        out = self._array((resamples,), self._np(self.dtype))
+        kernel = self._kernel(self.dtype, "bootstrap", "bootstrap", STAT=0 if stat == "mean" else 2)
+        kernel(self.queue, (resamples,), None, np.uint32(resamples), np.uint32(n), self.arrays["x"].data,
+               self.arrays["y"].data, self.arrays["indices"].data, out.data)
+        return self._finish(out, keep_on_device)
+
+    def metropolis(self, chains: int, steps: int, burn_in: int, batches: int, seed: int, step_sd: float,
+                   rho: float, keep_on_device: bool = False):
+        """(moment sums (batches, chains, 5), acceptances per chain) of `chains` chains."""
+        real = self._np(self.dtype)
+        per_batch = (steps - burn_in) // batches
+        sums = self._array((batches, chains, 5), real)
+        accepted = self._array((chains,), np.uint32)
+        kernel = self._kernel(self.dtype, "mcmc", "metropolis")
+        kernel(self.queue, (chains,), None, np.uint32(chains), np.uint32(steps), np.uint32(burn_in),
+               np.uint32(per_batch), np.uint32(batches), np.uint64(seed % 2**64), real(step_sd), real(rho),
+               sums.data, accepted.data)
+        self.last = sums
+        if keep_on_device:
+            return sums, accepted
+        return np.asarray(sums.get(), dtype=np.float64), np.asarray(accepted.get(), dtype=np.float64)
+
+
+def _power_of_two_at_most(limit: int) -> int:
+    size = 1
+    while size * 2 <= limit:
+        size *= 2
+    return size
