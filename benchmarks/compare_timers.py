@@ -88,14 +88,44 @@ def by_pyperf(n: int):
     return samples, stats.summarize(samples).rel_ci_halfwidth <= TARGET
 
 
+def paired_with_hand_loop(a, b, c, pairs: int, budget_s: float = 1.0) -> list[float]:
+    """accelbench and the hand loop alternated in short windows: drift of the machine cancels."""
+    from accelbench.timing.rigor import RIGORS
+    import dataclasses
+
+    rigor = dataclasses.replace(RIGORS["standard"], budget_s=budget_s, target_rel_ci=0.005)
+    ratios = []
+    for index in range(pairs):
+        first_accelbench = index % 2 == 0  # alternate who goes first
+        order = ("accelbench", "hand") if first_accelbench else ("hand", "accelbench")
+        medians = {}
+        for who in order:
+            if who == "accelbench":
+                medians[who] = measure(lambda: torch.mm(a, b, out=c), lambda: None, rigor=rigor).summary.median_s
+            else:
+                medians[who] = stats.median(by_hand(a, b, c, budget_s=budget_s)[0])
+        ratios.append(medians["accelbench"] / medians["hand"])
+    return ratios
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-pyperf", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="instead: alternate accelbench and the hand loop in 1 s windows this many times")
     args = parser.parse_args()
     a, b, c = inputs(args.n)
+    if args.pairs:
+        ratios = paired_with_hand_loop(a, b, c, args.pairs)
+        low, high = stats.median_ci(ratios)
+        print(f"matmul n={args.n} float32, {torch.get_num_threads()} threads: accelbench / hand loop, "
+              f"{len(ratios)} alternating pairs of 1 s windows")
+        print(f"median ratio {stats.median(ratios):.4f} (95% CI {low:.4f}–{high:.4f}); "
+              f"pairs: {' '.join(f'{r:.3f}' for r in ratios)}")
+        return 0
     methods = {"accelbench": lambda: by_accelbench(a, b, c), "hand loop": lambda: by_hand(a, b, c),
                "torch.utils.benchmark": lambda: by_torch(a, b, c)}
     if not args.skip_pyperf:
