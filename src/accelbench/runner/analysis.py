@@ -106,17 +106,25 @@ def _baselines(valid: list[Measurement]) -> tuple[dict, dict]:
     return all_cores, one
 
 
+# the workloads whose best rate is a device's measured ceiling (as Store.best_rates)
+CEILING_WORKLOADS = {"memory_bandwidth": "stream"}
+COMPUTE_CEILING_WORKLOAD = "matmul"
+
+
 def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], float]:
+    """Best verified rate per (device, metric) among the ceiling workloads, in this run or stored."""
     best: dict[tuple[str, str], float] = {}
     for m, _, rate, _, metric in prelim:
-        if rate and metric:
+        ceiling_workload = CEILING_WORKLOADS.get(metric, COMPUTE_CEILING_WORKLOAD) if metric else None
+        if rate and metric and m.spec.workload == ceiling_workload:
             key = (m.spec.device, metric)
             best[key] = max(best.get(key, 0.0), rate)
-    for key in list(best):
-        device = devices.get(key[0])
-        stored = device.peak(key[1], "measured") if device else None
+    for m, _, rate, _, metric in prelim:
+        device = devices.get(m.spec.device)
+        stored = device.peak(metric, "measured") if device and metric else None
         if stored:
-            best[key] = max(best[key], stored.value)
+            key = (m.spec.device, metric)
+            best[key] = max(best.get(key, 0.0), stored.value)
     return best
 
 

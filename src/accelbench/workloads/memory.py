@@ -18,6 +18,7 @@ SCALAR = 3.0
 STREAM_KERNELS = {"copy": (1, 1, 0), "scale": (1, 1, 1), "add": (2, 1, 1), "triad": (2, 1, 2)}
 DEFAULT_ELEMENTS = 2**24   # 128 MiB per float64 array: well above any last-level cache
 QUICK_ELEMENTS = 2**23     # 64 MiB per float64 array, still twice a 32 MiB L3
+QUICK_ELEMENTS_FLOAT32 = 2**24  # the same 64 MiB for the float32 reduce and elementwise
 
 
 class _ArrayWorkload(Workload):
@@ -88,7 +89,7 @@ class Reduce(_ArrayWorkload):
 
     def grid(self, sizes, dtypes, quick):
         return [{"n": n, "dtype": d} for d in (dtypes or ["float32"])
-                for n in (sizes or [QUICK_ELEMENTS if quick else DEFAULT_ELEMENTS])]
+                for n in (sizes or [QUICK_ELEMENTS_FLOAT32 if quick else 2 * DEFAULT_ELEMENTS])]
 
     def work(self, params):
         return Work(flops=float(params["n"]), bytes_moved=float(params["n"] * ITEMSIZE[params["dtype"]]))
@@ -110,7 +111,7 @@ class Elementwise(_ArrayWorkload):
 
     def grid(self, sizes, dtypes, quick):
         return [{"n": n, "dtype": d} for d in (dtypes or ["float32"])
-                for n in (sizes or [QUICK_ELEMENTS if quick else DEFAULT_ELEMENTS])]
+                for n in (sizes or [QUICK_ELEMENTS_FLOAT32 if quick else 2 * DEFAULT_ELEMENTS])]
 
     def work(self, params):
         n = params["n"]
