@@ -149,3 +149,18 @@ def test_html_tables_escape_and_show_every_row():
     rows = analyse([measurement(s, times[s.key]) for s in SPECS[:2]] + [measurement(SPECS[2], times[SPECS[2].key], False)])
     table = results_table_html(rows)
     assert table.count("<tr>") == 4 and "check failed" in table and "FLOP/s" in table
+
+
+def test_threshold_separates_drift_from_regressions():
+    from accelbench.compare.compare import verdict_of
+    from accelbench.timing import stats
+
+    significant_slower = stats.MannWhitney(u=0.0, z=-5.0, p_value=1e-6, n_a=50, n_b=50)
+    # a tight, significant 7% slowdown is run-to-run drift under the 10% threshold: same
+    assert verdict_of(stats.RatioCI(0.935, 0.92, 0.95), significant_slower) == "same"
+    # a tight, significant 15% slowdown is a regression
+    assert verdict_of(stats.RatioCI(0.87, 0.85, 0.89), significant_slower) == "slower"
+    # a wide interval says nothing
+    assert verdict_of(stats.RatioCI(0.95, 0.60, 1.40), significant_slower) == "inconclusive"
+    # with a 5% threshold the 7% slowdown is claimed
+    assert verdict_of(stats.RatioCI(0.935, 0.92, 0.95), significant_slower, same_within=0.05) == "slower"

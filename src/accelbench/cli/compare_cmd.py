@@ -25,9 +25,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fail-if-slower", type=float, metavar="PCT",
                         help="exit 1 when a spec is significantly slower in B by more than PCT percent "
                              "(point estimate of the ratio of medians), for CI")
-    parser.add_argument("--same-within", type=float, default=5.0, metavar="PCT",
+    parser.add_argument("--same-within", type=float, default=10.0, metavar="PCT",
                         help="call a spec 'same' only when the 95%% interval of its speed-up lies within "
-                             "±PCT%% of 1 (default 5)")
+                             "±PCT%% of 1, and faster/slower only beyond it (default 10, as asv)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
 

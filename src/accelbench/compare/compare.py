@@ -3,11 +3,13 @@
 For every spec measured (and verified) in both runs the speed-up is baseline time / candidate time
 (> 1: run B is faster), bootstrapped from the raw samples. The verdict needs two things to agree:
 
-* "same": the whole interval lies within 1 ± `same_within`, tight enough that any difference is
-  too small to claim (the default band is wider than timing.stats' 2% because run-to-run drift on
-  one machine — clocks, placement, neighbours — is larger than within-run noise);
-* "faster" / "slower": the interval excludes 1 *and* a two-sided Mann-Whitney test on the raw
-  samples rejects "no difference" at `alpha` in the same direction;
+* "faster" / "slower": a change beyond the threshold `same_within` (default 10%, asv's factor 1.1):
+  the point estimate lies outside 1 ± `same_within`, the interval excludes 1, *and* a two-sided
+  Mann-Whitney test on the raw samples rejects "no difference" at `alpha` in the same direction;
+* "same": the whole interval lies within 1 ± `same_within`, or the point estimate does and the
+  interval stays within twice the band — any real change is smaller than the threshold, which is
+  set wider than timing.stats' 2% because run-to-run drift on one machine (clocks, placement,
+  neighbours) is larger than within-run noise, and such drift is not a regression;
 * "inconclusive": anything else (a wide interval, too few samples, the two tests disagree).
 
 Results whose check failed in either run count nowhere; they are listed as excluded.
@@ -24,7 +26,7 @@ from accelbench.results import Measurement, Spec
 from accelbench.runner.summary import params_text, where
 from accelbench.timing import stats
 
-SAME_WITHIN = 0.05
+SAME_WITHIN = 0.10
 ALPHA = 0.05
 MIN_SAMPLES = 6  # below this the order-statistic interval of a median does not exist at 95%
 VERDICTS = ("same", "slower", "faster", "inconclusive")
@@ -84,10 +86,17 @@ class SpecComparison:
 def verdict_of(ci: stats.RatioCI, test: stats.MannWhitney, *, same_within: float = SAME_WITHIN,
                alpha: float = ALPHA) -> str:
     """Combine the interval's reading with the rank test: a claimed difference needs both."""
-    reading = stats.speedup_verdict(ci.low, ci.high, same_within=same_within)
-    if reading in ("faster", "slower") and test.verdict(alpha) != reading:
-        return "inconclusive"
-    return reading
+    band_low, band_high = 1 / (1 + same_within), 1 + same_within
+    if band_low <= ci.low and ci.high <= band_high:
+        return "same"
+    direction = "faster" if ci.ratio > 1 else "slower"
+    excludes_one = ci.low > 1 or ci.high < 1
+    beyond_band = not band_low <= ci.ratio <= band_high
+    if beyond_band and excludes_one and test.verdict(alpha) == direction:
+        return direction
+    if not beyond_band and 1 / (1 + 2 * same_within) <= ci.low and ci.high <= 1 + 2 * same_within:
+        return "same"
+    return "inconclusive"
 
 
 def compare_measurements(a: Measurement, b: Measurement, *, same_within: float = SAME_WITHIN,
