@@ -211,8 +211,9 @@ def _compute_finding(row: Row, device, rows: list[Row]) -> Finding | None:
     if device is None or row.of_datasheet is None:
         return None
     sheet = device.peak(row.metric, "table") or device.peak(row.metric, "formula")
-    where = (f"{row.spec.workload} {row.spec.param('dtype')} n = {_n(size_of(row.spec) or 0)} "
-             f"on {series_label(row.spec)}")
+    size = size_of(row.spec)
+    where = (f"{row.spec.workload} {row.spec.param('dtype')}" + (f" n = {_n(size)}" if size else "")
+             + f" on {series_label(row.spec)}")
     intensity = row.measurement.work.intensity_flop_per_byte or 0.0
     numbers = {"series": series_label(row.spec), "metric": row.metric, "rate_flop_per_s": row.rate,
                "peak_flop_per_s": sheet.value, "fraction_of_peak": row.of_datasheet,

@@ -111,6 +111,12 @@ def _params(spec) -> str:
     return " ".join(shown)
 
 
+def headline_extras(extra: dict, median_s: float | None, limit: int) -> str:
+    from accelbench.runner.summary import headline_extras as shown
+
+    return shown(extra, limit=limit, median_s=median_s)
+
+
 def _result_cells(row: Row) -> list[str]:
     m = row.measurement
     check = m.check
@@ -125,7 +131,8 @@ def _result_cells(row: Row) -> list[str]:
             esc(_ratio_text(row.speedup_one, row.baseline_role, "cpu_one_thread")),
             esc(_ratio_text(row.speedup_end_to_end, None, "")), _pct(share),
             f"{check.max_rel_error:.1e} / {check.tolerance:.1e} {verdict}",
-            esc(format_seconds(m.first_call_s))]
+            esc(format_seconds(m.first_call_s)),
+            esc(headline_extras(m.extra, median_s=row.summary.median_s, limit=6))]
 
 
 def _warnings_note(row: Row) -> str:
@@ -136,7 +143,7 @@ def _warnings_note(row: Row) -> str:
 RESULT_HEADERS = ("where", "parameters", "median [95% CI]", "IQR · samples", "rate",
                   "% of peak: measured / datasheet", "× vs CPU all cores [95% CI]", "× vs CPU 1 thread",
                   "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
-                  "check: rel. error / tolerance", "first call")
+                  "check: rel. error / tolerance", "first call", "workload figures")
 
 
 def results_html(rows: list[Row]) -> str:

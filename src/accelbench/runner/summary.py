@@ -22,7 +22,7 @@ HEADLINE_EXTRAS = (
 
 
 def headline_extras(extra: dict, limit: int = 4, median_s: float | None = None) -> str:
-    from accelbench.units import format_property
+    from accelbench.units import format_property, label
 
     shown = []
     items, unit = extra.get("items_per_call"), extra.get("item_unit")
@@ -32,7 +32,7 @@ def headline_extras(extra: dict, limit: int = 4, median_s: float | None = None) 
         value = extra.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             text = format_property(name, value) if not name.endswith("_per_s") else format_si(value, "/s")
-            shown.append(f"{name.replace('_', ' ')}: {text}")
+            shown.append(f"{label(name).lower() if not name.endswith('_per_s') else name[:-6].replace('_', ' ')}: {text}")
         if len(shown) == limit:
             break
     return "; ".join(shown)
