@@ -17,39 +17,18 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.userdirs import user_config_dir
 
 APP_DIR_NAME = "accelbench"
 SETTINGS_FILE_NAME = "settings.toml"
 DEVICE_ENV_VAR = "ACCELBENCH_DEVICE"
 ALL = "all"
-
-
-def _home(environ: Mapping[str, str]) -> Path:
-    for name in ("HOME", "USERPROFILE"):
-        if environ.get(name):
-            return Path(environ[name])
-    return Path.home()
-
-
-def user_config_dir(environ: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
-    """The per-user configuration directory of this platform (without the app's folder)."""
-    environ = os.environ if environ is None else environ
-    platform = sys.platform if platform is None else platform
-    if platform.startswith("win"):
-        appdata = environ.get("APPDATA")
-        return Path(appdata) if appdata else _home(environ) / "AppData" / "Roaming"
-    if platform == "darwin":
-        return _home(environ) / "Library" / "Application Support"
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    # the XDG spec says a relative value is invalid and must be ignored
-    return Path(xdg) if xdg and os.path.isabs(xdg) else _home(environ) / ".config"
 
 
 def settings_path(environ: Mapping[str, str] | None = None, platform: str | None = None) -> Path:
