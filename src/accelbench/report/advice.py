@@ -48,6 +48,8 @@ def findings(rows: list[Row], devices: dict | None = None, machine: dict | None 
     found += one_thread_claims(rows)
     found += boundedness(rows, devices)
     found += precision(rows)
+    from accelbench.report.precision import precision_tradeoffs
+    found += precision_tradeoffs(rows)
     return sorted(found, key=lambda f: f.severity != WARNING)
 
 
