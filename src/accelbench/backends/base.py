@@ -9,6 +9,7 @@ Device ids are accelbench's ("cpu", "cuda:0", "mps", "opencl:0:0"), the same as 
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -119,6 +120,45 @@ class Backend:
     def threads(self, count: int | None) -> Iterator[int | None]:
         """Run the block with `count` CPU threads (None: leave as is); yields the count in force."""
         yield count
+
+
+class LazyFramework:
+    """For backends over a framework imported on first use (or injected, for tests with fakes).
+
+    Subclasses set `framework` (the import name), `install_hint`, and `framework_packages` (other
+    modules whose absence also means "not installed"), and call `_init_framework(module)`.
+    """
+
+    framework: str = ""
+    framework_packages: tuple[str, ...] = ()
+    install_hint: str = ""
+
+    def _init_framework(self, module: Any = None) -> None:
+        self._module, self._failure, self._import_tried = module, None, False
+
+    def _load_framework(self) -> Any:
+        if self._module is None:
+            # before CUDA initialises, so the framework numbers GPUs in PCI bus order like NVML
+            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+            self._module = __import__(self.framework)
+        return self._module
+
+    def _import_failure(self) -> str | None:
+        """Why the framework cannot be imported (None: it can); tried once, then remembered."""
+        if not self._import_tried:
+            self._failure, self._import_tried = self._try_import(), True
+        return self._failure
+
+    def _try_import(self) -> str | None:
+        try:
+            self._load_framework()
+        except ModuleNotFoundError as error:
+            if error.name in (self.framework, *self.framework_packages):
+                return f"{error.name} is not installed: {self.install_hint}"
+            return f"{self.framework} failed to import: {error}"
+        except Exception as error:  # noqa: BLE001 - a broken install (missing .so, ABI clash, other CUDA)
+            return f"{self.framework} failed to import: {type(error).__name__}: {error}"
+        return None
 
 
 class ArrayNamespaceOps(Backend):

@@ -8,55 +8,31 @@ The framework can be injected (`CupyBackend(cupy_module=fake)`) so the logic is 
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability
+from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[cupy]"
 _HOST_DTYPES = ("float64", "float32", "float16")
 
 
-class CupyBackend(ArrayNamespaceOps):
+class CupyBackend(LazyFramework, ArrayNamespaceOps):
     name = "cupy"
+    framework, install_hint = "cupy", INSTALL_HINT
     asynchronous = True
 
     def __init__(self, cupy_module: Any = None, cupyx_module: Any = None) -> None:
-        self._module = cupy_module
-        self._failure: str | None = None
-        self._import_tried = False
+        self._init_framework(cupy_module)
         self._cupyx = cupyx_module
         self._ids: list[str] | None = None
         self._kernels: dict[str, Any] = {}
 
     # -- loading -------------------------------------------------------------------------------
     def _cupy(self) -> Any:
-        if self._module is None:
-            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # GPU numbers as NVML's
-            import cupy
-
-            self._module = cupy
-        return self._module
-
-    def _import_failure(self) -> str | None:
-        """Why the framework cannot be imported (None: it can); tried once, then remembered."""
-        if not self._import_tried:
-            self._failure, self._import_tried = self._try_import(), True
-        return self._failure
-
-    def _try_import(self) -> str | None:
-        try:
-            self._cupy()
-        except ModuleNotFoundError as error:
-            if error.name == "cupy":
-                return f"cupy is not installed: {INSTALL_HINT}"
-            return f"cupy failed to import: {error}"
-        except Exception as error:  # noqa: BLE001 - a build for another CUDA, a missing library
-            return f"cupy failed to import: {type(error).__name__}: {error}"
-        return None
+        return self._load_framework()
 
     def _device_count(self) -> tuple[int, str]:
         """(count, "") or (0, why): the CUDA runtime's own error when it cannot start."""

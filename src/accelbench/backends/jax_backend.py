@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from accelbench.backends.base import Availability, Backend
+from accelbench.backends.base import Availability, Backend, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[jax]"
@@ -53,43 +53,21 @@ def _gpu_vendor(device: Any) -> str:
     return "rocm" if "rocm" in version else "cuda"
 
 
-class JaxBackend(Backend):
+class JaxBackend(LazyFramework, Backend):
     name = "jax"
+    framework, install_hint = "jax", INSTALL_HINT
+    framework_packages = ('jaxlib',)
     asynchronous = True  # dispatch returns before the work is done, on the CPU too
 
     def __init__(self, jax_module: Any = None) -> None:
-        self._module = jax_module
-        self._failure: str | None = None
-        self._import_tried = False
+        self._init_framework(jax_module)
         self._devices: dict[str, Any] | None = None   # accelbench id -> jax Device
         self._last: dict[str, Any] = {}               # accelbench id -> newest array made there
         self._kernels: dict[str, Callable] | None = None
 
     # -- loading -------------------------------------------------------------------------------
     def _jax(self) -> Any:
-        if self._module is None:
-            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # GPU numbers as NVML's
-            import jax
-
-            self._module = jax
-        return self._module
-
-    def _import_failure(self) -> str | None:
-        """Why the framework cannot be imported (None: it can); tried once, then remembered."""
-        if not self._import_tried:
-            self._failure, self._import_tried = self._try_import(), True
-        return self._failure
-
-    def _try_import(self) -> str | None:
-        try:
-            self._jax()
-        except ModuleNotFoundError as error:
-            if error.name in ("jax", "jaxlib"):
-                return f"{error.name} is not installed: {INSTALL_HINT}"
-            return f"jax failed to import: {error}"
-        except Exception as error:  # noqa: BLE001 - a broken install
-            return f"jax failed to import: {type(error).__name__}: {error}"
-        return None
+        return self._load_framework()
 
     # -- discovery -------------------------------------------------------------------------------
     def availability(self) -> Availability:

@@ -8,13 +8,12 @@ cuda:N here is the same GPU as NVML's (and nvidia-smi's) index N. The framework 
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability
+from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[torch]"
@@ -44,44 +43,20 @@ def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
-class TorchBackend(ArrayNamespaceOps):
+class TorchBackend(LazyFramework, ArrayNamespaceOps):
     name = "torch"
+    framework, install_hint = "torch", INSTALL_HINT
     #: cuda, rocm, mps and xpu queue kernels; the CPU does not (see is_asynchronous)
     asynchronous = True
 
     def __init__(self, torch_module: Any = None) -> None:
-        self._module = torch_module
-        self._failure: str | None = None
-        self._import_tried = False
+        self._init_framework(torch_module)
         self._devices: dict[str, Any] | None = None  # accelbench id -> torch.device
         self._availability: Availability | None = None
 
     # -- loading -------------------------------------------------------------------------------
     def _torch(self) -> Any:
-        if self._module is None:
-            # before CUDA initialises, so torch numbers GPUs in PCI bus order like NVML
-            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-            import torch
-
-            self._module = torch
-        return self._module
-
-    def _import_failure(self) -> str | None:
-        """Why the framework cannot be imported (None: it can); tried once, then remembered."""
-        if not self._import_tried:
-            self._failure, self._import_tried = self._try_import(), True
-        return self._failure
-
-    def _try_import(self) -> str | None:
-        try:
-            self._torch()
-        except ModuleNotFoundError as error:
-            if error.name == "torch":
-                return f"torch is not installed: {INSTALL_HINT}"
-            return f"torch failed to import: {error}"
-        except Exception as error:  # noqa: BLE001 - a broken install (missing .so, ABI clash)
-            return f"torch failed to import: {type(error).__name__}: {error}"
-        return None
+        return self._load_framework()
 
     # -- discovery -------------------------------------------------------------------------------
     def availability(self) -> Availability:
