@@ -25,7 +25,7 @@ PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
 # NVML answers these for a query the board or driver simply lacks: no warning unless needed.
 _QUIET_CODES = ("not_supported", "function_not_found")
 
-_INIT_FAILURES = {
+INIT_FAILURES = {
     "driver_not_loaded": (NO_DRIVER, "the NVIDIA kernel driver is not loaded: check `nvidia-smi`; "
                                      "install the driver or load it (`sudo modprobe nvidia`)"),
     "library_not_found": (NO_DRIVER, "libnvidia-ml.so was not found: the NVIDIA driver is not installed "
@@ -90,7 +90,7 @@ def _expect(call: Callable[[], Any]) -> Any:
     try:
         return call()
     except NvmlError as exc:
-        status, advice = _INIT_FAILURES.get(exc.code, (ERROR, ""))
+        status, advice = INIT_FAILURES.get(exc.code, (ERROR, ""))
         text = f"NVML: {exc.message}"
         raise ProbeFailure(status, f"{text}; {advice}" if advice else f"{text} ({exc.code})") from exc
 

@@ -62,7 +62,7 @@ class _Gpu:
 def _init_failure(exc: Any) -> SourceUnavailable:
     from accelbench.devices import nvidia  # the inventory's wording for the same failures
 
-    status, advice = nvidia._INIT_FAILURES.get(exc.code, (ERROR, ""))
+    status, advice = nvidia.INIT_FAILURES.get(exc.code, (ERROR, ""))
     return SourceUnavailable(status, f"NVML: {exc.message}" + (f"; {advice}" if advice else f" ({exc.code})"))
 
 
