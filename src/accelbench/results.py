@@ -95,15 +95,31 @@ class Measurement:
     threads: int | None = None
     telemetry: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # workload-specific metrics, with units in names
+    #: valid | noisy | unverified | invalid (accelbench.verdict); "" for results stored before verdicts
+    verdict: str = ""
+    verdict_reasons: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.verdict:  # results made before verdicts existed get theirs from the check
+            object.__setattr__(self, "verdict", "valid" if self.check.passed else "invalid")
 
     @property
     def samples_s(self) -> tuple[float, ...]:
         return self.phases_s["compute"]
 
     @property
+    def status(self) -> str:
+        return self.verdict
+
+    @property
     def valid(self) -> bool:
-        """Only a passed check lets a time count towards a speed-up or a ceiling."""
-        return self.check.passed
+        """Its time counts as a rate and a speed-up: the check passed and nothing made it invalid."""
+        return self.check.passed and self.status != "invalid"
+
+    @property
+    def trusted(self) -> bool:
+        """It may become a measured ceiling: valid, not noisy or unverified."""
+        return self.valid and self.status == "valid"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +134,8 @@ class Measurement:
             "threads": self.threads,
             "telemetry": dict(self.telemetry),
             "extra": dict(self.extra),
+            "verdict": self.status,
+            "verdict_reasons": list(self.verdict_reasons),
         }
 
     @classmethod
@@ -136,6 +154,8 @@ class Measurement:
             threads=data.get("threads"),
             telemetry=dict(data.get("telemetry", {})),
             extra=dict(data.get("extra", {})),
+            verdict=str(data.get("verdict") or ""),
+            verdict_reasons=tuple(str(r) for r in data.get("verdict_reasons") or ()),
         )
 
 

@@ -291,9 +291,9 @@ def test_frozen_v1_file_matches_migration_1(v1_copy, tmp_path):
     assert _layout(v1_copy) == _layout(tmp_path / "v1-fresh.sqlite")
 
 
-def test_v1_database_migrates_to_v2_keeping_its_data(v1_copy, tmp_path):
+def test_v1_database_migrates_to_current_keeping_its_data(v1_copy, tmp_path):
     with Store(v1_copy) as store:
-        assert (store.migrated_from, store.schema_version) == (1, 2)
+        assert (store.migrated_from, store.schema_version) == (1, schema.CURRENT_VERSION)
         assert [r.id for r in store.runs()] == [V1_RUN_INTERRUPTED, V1_RUN_COMPLETE]
         complete = store.run_info(V1_RUN_COMPLETE)
         assert (complete.status, complete.result_count, complete.skip_count) == ("complete", 3, 1)
@@ -309,7 +309,8 @@ def test_v1_database_migrates_to_v2_keeping_its_data(v1_copy, tmp_path):
         store.add_tags(V1_RUN_COMPLETE, {"node": "oldbox"})  # a v2 feature on old data
         assert store.tags(V1_RUN_COMPLETE) == {"node": "oldbox"}
     conn = sqlite3.connect(v1_copy)
-    assert [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")] == [1, 2]
+    assert [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")] == \
+        list(range(1, schema.CURRENT_VERSION + 1))
     conn.close()
     Store(tmp_path / "fresh.sqlite").close()
     assert _layout(v1_copy) == _layout(tmp_path / "fresh.sqlite")  # upgraded == created new

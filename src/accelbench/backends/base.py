@@ -70,6 +70,21 @@ class Backend:
     def synchronize(self, device: str) -> None:
         """Block until all work queued on `device` has finished."""
 
+    def wait_for(self, output: Any) -> None:
+        """Block until `output` (any array or nest of arrays a call returned) is computed.
+
+        synchronize() covers what the backend's own ops queued; a user's function may produce
+        arrays the backend never saw (jax), so the harness waits on the output too.
+        """
+
+    def fill_nan(self, array: Any) -> bool:
+        """Overwrite `array` with NaN (False where it cannot be written: immutable or integer)."""
+        try:
+            array[...] = float("nan")
+        except Exception:  # noqa: BLE001 - immutable arrays (jax), integer dtypes, scalars
+            return False
+        return True
+
     # -- arrays on the device --------------------------------------------------------------
     def namespace(self, device: str) -> Any:
         """The array namespace (numpy, torch, jax.numpy, cupy), or None for kernel-only backends."""

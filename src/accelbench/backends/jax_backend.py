@@ -158,6 +158,10 @@ class JaxBackend(LazyFramework, Backend):
                 return device_id
         return f"{device.platform}:{device.id}"
 
+    def wait_for(self, output: Any) -> None:
+        if output is not None:
+            self._jax().block_until_ready(output)
+
     def synchronize(self, device: str) -> None:
         last = self._last.pop(device, None)
         if last is not None:

@@ -168,6 +168,14 @@ class OpenCLBackend(Backend):
                 return device_id
         raise ValueError(f"array lives on an OpenCL device this backend did not enumerate: {cl_device.name}")
 
+    def fill_nan(self, array: Any) -> bool:
+        if isinstance(array, np.ndarray):
+            return super().fill_nan(array)
+        if not hasattr(array, "fill") or array.dtype.kind != "f":
+            return False
+        array.fill(np.nan)
+        return True
+
     def synchronize(self, device: str) -> None:
         state = self._states.get(device)
         if state is not None:  # no state: nothing was ever queued there

@@ -14,14 +14,24 @@ from typing import Callable
 
 from accelbench.errors import Unsupported
 from accelbench.results import Measurement, Skip
+from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
+from accelbench.runner.plausibility import judge_rate
+from accelbench.runner.sync_check import UNTESTED, probe_backend
+from accelbench.timing import stats
+from accelbench.timing.clock import PerfCounterClock
 from accelbench.timing.harness import Timing, measure
 from accelbench.timing.rigor import Rigor, get_rigor
+from accelbench.units import format_seconds
+from accelbench.verdict import INVALID, NOISY, VALID, Finding, combine
 from accelbench.workloads.registry import get_workload
 
 # transfers and end-to-end are timed with a third of the compute budget: they matter, but the
 # compute time is what ceilings and speed-ups rest on
 PHASE_BUDGET_FRACTION = 1 / 3
+# end-to-end against its parts, each timed apart: a factor for noise, and slack for tiny phases
+PHASES_FACTOR = 3.0
+PHASES_SLACK_S = 5e-4
 
 
 @dataclass
@@ -46,20 +56,72 @@ def phase_rigor(rigor: Rigor) -> Rigor:
                                min_samples=max(6, rigor.min_samples // 2))  # a 95% CI needs 6
 
 
-def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None, sampler=None) -> Measurement:
+@dataclass
+class TrustContext:
+    """What judging a result needs beyond the result: the inventory's devices (their peaks bound
+    the rates) and the synchronisation probe of each backend and device, made once per run."""
+
+    devices: dict = field(default_factory=dict)
+    sync_probes: dict = field(default_factory=dict)   # (backend name, device) -> SyncProbe
+    probe_sync: bool = True
+
+    def sync_findings(self, backend, device: str, clock=None) -> list[Finding]:
+        if not self.probe_sync:
+            return []
+        key = (backend.name, device)
+        if key not in self.sync_probes:
+            self.sync_probes[key] = probe_backend(backend, device, clock)
+        found = self.sync_probes[key]
+        if not found.ok:
+            return [Finding(INVALID, found.detail)]
+        return [Finding(VALID, found.detail)] if found.detail.startswith(UNTESTED) else []
+
+
+def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None, sampler=None,
+                 trust: TrustContext | None = None) -> Measurement:
     """`sampler` (a telemetry.TelemetrySampler, started) records telemetry over the timed window."""
     rigor = get_rigor(rigor)
     spec = item.spec
+    trust = trust or TrustContext()
+    sync = trust.sync_findings(backend, spec.device, clock)  # before the workload takes memory
     workload = get_workload(spec.workload)
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
-        return _timed(item, backend, workload, prepared, rigor, clock, sampler)
+        measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
     finally:
         if prepared.release:
             prepared.release()
+    return judged(measurement, findings + sync, trust.devices)
 
 
-def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sampler=None) -> Measurement:
+def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measurement:
+    """The measurement with its verdict: its own findings, phases that must add up, a plausible rate."""
+    findings = findings + phase_findings(m) + (judge_rate(m, devices) if m.check.passed else [])
+    verdict = combine(findings)
+    warnings = list(m.warnings)
+    if not verdict.counts:
+        warnings.insert(0, f"invalid, time not counted: {verdict.reasons[0]}")
+    return dataclasses.replace(m, verdict=verdict.status, verdict_reasons=verdict.reasons, warnings=tuple(warnings))
+
+
+def phase_findings(m: Measurement) -> list[Finding]:
+    """to_device + compute + to_host must be consistent with end_to_end (each timed apart)."""
+    medians = {phase: stats.median(samples) for phase, samples in m.phases_s.items() if samples}
+    if "end_to_end" not in medians:
+        return []
+    parts_s = sum(medians.get(p, 0.0) for p in ("to_device", "compute", "to_host"))
+    whole_s = medians["end_to_end"]
+    text = (f"to_device + compute + to_host take {format_seconds(parts_s)} apart but "
+            f"{format_seconds(whole_s)} end to end")
+    if whole_s > PHASES_FACTOR * parts_s + PHASES_SLACK_S:
+        return [Finding(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device")]
+    if parts_s > PHASES_FACTOR * whole_s + PHASES_SLACK_S:
+        return [Finding(NOISY, f"the phases do not add up: {text}")]
+    return []
+
+
+def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sampler=None
+           ) -> tuple[Measurement, list[Finding]]:
     device = item.spec.device
     watched = sorted({device, "cpu"})
     if prepared.self_timed is not None:
@@ -67,51 +129,64 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
             timed = prepared.self_timed(rigor=rigor)
         return _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
 
+    clock = clock or PerfCounterClock()
+    capture = Capture(prepared.compute)
+
     def synchronize():
         backend.synchronize(device)
+        backend.wait_for(capture.last)  # arrays the backend's own sync does not know (a user's jax function)
 
     with (sampler.window() if sampler else contextlib.nullcontext()) as window:
-        compute = measure(prepared.compute, synchronize, clock=clock, rigor=rigor, state=cpu_state)
+        compute = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state)
     telemetry = window.summary_for(watched) if sampler else {}
     timings: dict[str, Timing] = {"compute": compute}
     others = {"to_device": prepared.to_device, "to_host": prepared.to_host, "end_to_end": prepared.end_to_end()}
     for phase, call in others.items():
         if call is not None:
             timings[phase] = measure(call, synchronize, clock=clock, rigor=phase_rigor(rigor))
-    check = prepared.verify()
+    audited = audit(prepared, capture, synchronize, clock, device, calls_per_sample=compute.calls_per_sample,
+                    median_s=compute.summary.median_s, overhead_s=compute.overhead_s)
     warnings = list(compute.warnings)
     for phase, timing in timings.items():
         if phase != "compute":
             warnings += [f"{phase}: {w}" for w in timing.warnings if "target" not in w]
-    if not check.passed:
-        warnings.insert(0, f"check failed, time not counted: {check.detail}")
+    findings = audited.findings + [Finding(NOISY, w) for w in compute.warnings if _disturbs(w)]
+    extra = prepared.metrics() if prepared.metrics else {}
+    if audited.fresh_call_s is not None:
+        extra = {**extra, "fresh_input_call_s": audited.fresh_call_s}
     return Measurement(
         spec=item.spec, phases_s={k: t.samples_s for k, t in timings.items()},
-        first_call_s=compute.first_call_s, work=workload.work(item.params), check=check,
+        first_call_s=compute.first_call_s, work=workload.work(item.params), check=audited.check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
-        target_met=compute.target_met, threads=item.threads, telemetry=telemetry,
-        extra=prepared.metrics() if prepared.metrics else {},
-    )
+        target_met=compute.target_met, threads=item.threads, telemetry=telemetry, extra=extra,
+    ), findings
 
 
-def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> Measurement:
+def _disturbs(warning: str) -> bool:
+    """Harness warnings that make a number noisy (missed target, unstable, drift, warm-up)."""
+    return any(word in warning for word in ("target", "unstable", "drift", "still getting faster", "changed during"))
+
+
+def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> tuple[Measurement, list[Finding]]:
     check = prepared.verify()
-    warnings = list(timed.warnings)
-    if not check.passed:
-        warnings.insert(0, f"check failed, time not counted: {check.detail}")
+    findings = [] if check.passed else [Finding(INVALID, f"check failed: {check.detail}")]
+    findings += [Finding(NOISY, w) for w in timed.warnings if _disturbs(w)]
+    if not timed.target_met:
+        findings.append(Finding(NOISY, "the interval missed its target"))
     return Measurement(
         spec=item.spec, phases_s=dict(timed.phases_s), first_call_s=timed.first_call_s,
-        work=workload.work(item.params), check=check, warnings=tuple(warnings),
+        work=workload.work(item.params), check=check, warnings=tuple(timed.warnings),
         calls_per_sample=timed.calls_per_sample, target_met=timed.target_met, threads=item.threads,
         telemetry=telemetry, extra=prepared.metrics() if prepared.metrics else {},
-    )
+    ), findings
 
 
 def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, *, seed: int = 20261202,
             on_start: Callable[[PlanItem], None] | None = None,
             on_done: Callable[[PlanItem, Measurement | Skip], None] | None = None,
-            debug: bool = False, sampler=None) -> Outcome:
+            debug: bool = False, sampler=None, trust: TrustContext | None = None) -> Outcome:
     rigor = get_rigor(rigor)
+    trust = trust or TrustContext()
     outcome = Outcome(skips=list(plan.skips))
     for skip in plan.skips:
         store.add_skip(run_id, skip)
@@ -119,7 +194,7 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
         for item in plan.items:
             if on_start:
                 on_start(item)
-            result = _one(item, backends[item.spec.backend], rigor, seed, debug, sampler)
+            result = _one(item, backends[item.spec.backend], rigor, seed, debug, sampler, trust)
             if isinstance(result, Measurement):
                 store.add_result(run_id, result)
                 outcome.measurements.append(result)
@@ -134,10 +209,11 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
     return outcome
 
 
-def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool, sampler=None) -> Measurement | Skip:
+def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool, sampler=None,
+         trust: TrustContext | None = None) -> Measurement | Skip:
     try:
         with backend.threads(item.threads):
-            return measure_item(item, backend, rigor, seed, sampler=sampler)
+            return measure_item(item, backend, rigor, seed, sampler=sampler, trust=trust)
     except Unsupported as exc:
         return Skip(item.spec, str(exc))
     except MemoryError:

@@ -18,7 +18,7 @@ from accelbench.devices.blas import thread_environment
 from accelbench.devices.model import Device
 from accelbench.results import Measurement, Skip
 from accelbench.runner.analysis import Row, analyse
-from accelbench.runner.execute import execute
+from accelbench.runner.execute import TrustContext, execute
 from accelbench.runner.plan import Plan, build_plan
 
 DEFAULT_SEED = 20261202
@@ -171,7 +171,8 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
                                  {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
         with _sigterm_as_interrupt(), _telemetry(plan, telemetry) as sampler:
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
-                              on_done=on_done, debug=debug, sampler=sampler)
+                              on_done=on_done, debug=debug, sampler=sampler,
+                              trust=TrustContext(devices={d.id: d for d in inventory.devices}))
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
         path = str(store.path)
     return RunResults(run_id, path, outcome.measurements, outcome.skips,

@@ -194,7 +194,7 @@ class Store:
             if self.restore_run(run_id, started_at=utc_now_iso(), finished_at=None,
                                 status="running", accelbench_version=__version__,
                                 selection=selection, machine=machine, tags=tags or {},
-                                results=(), skips=()):
+                                results=(), skips=(), origin="local"):
                 return run_id
         raise RuntimeError("could not draw a unique run id")
 
@@ -202,10 +202,12 @@ class Store:
     def restore_run(self, run_id: str, *, started_at: str, finished_at: str | None, status: str,
                     accelbench_version: str, selection: Mapping[str, Any],
                     machine: Mapping[str, Any], tags: Mapping[str, Any],
-                    results: Sequence[Measurement], skips: Sequence[Skip]) -> bool:
+                    results: Sequence[Measurement], skips: Sequence[Skip], origin: str = "imported") -> bool:
         """Insert a whole run under its own id in one transaction (used by import).
 
-        Returns False, changing nothing, when a run with that id is already stored.
+        Returns False, changing nothing, when a run with that id is already stored. `origin` is
+        "local" for runs measured here and "imported" otherwise: imported results never become
+        this machine's ceilings.
         """
         if status not in RUN_STATUSES:
             raise ValueError(f"run status {status!r}: expected one of {', '.join(RUN_STATUSES)}")
@@ -215,7 +217,7 @@ class Store:
             _insert(conn, "runs", {"id": run_id, "started_at": started_at,
                                    "finished_at": finished_at, "status": status,
                                    "accelbench_version": accelbench_version,
-                                   "selection_json": dumps(dict(selection))})
+                                   "selection_json": dumps(dict(selection)), "origin": origin})
             _insert(conn, "machines", machine_row(run_id, machine))
             conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
                              _tag_rows(run_id, tags))

@@ -21,6 +21,7 @@ from accelbench.errors import UsageError
 from accelbench.results import PHASES, Measurement, Skip, Spec
 from accelbench.store.db import Store
 from accelbench.store.schema import RUN_STATUSES
+from accelbench.verdict import VERDICTS
 
 FORMAT_NAME = "accelbench-results"
 FORMAT_VERSION = 1
@@ -232,6 +233,12 @@ def _phases(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
+def _verdict(value: Any, path: str) -> str:
+    if value not in ("", *VERDICTS):
+        raise _expected(path, f"one of {', '.join(VERDICTS)}", value)
+    return value
+
+
 def _tags(value: Any, path: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise _expected(path, "an object of tag -> text", value)
@@ -252,7 +259,8 @@ _RESULT = _fields({
     "work": (_WORK, True), "check": (_CHECK, True), "warnings": (_list_of(_string), False),
     "calls_per_sample": (_count, False), "target_met": (_boolean, False),
     "threads": (_optional_count, False), "telemetry": (_json_object, False),
-    "extra": (_json_object, False)})
+    "extra": (_json_object, False), "verdict": (_verdict, False),
+    "verdict_reasons": (_list_of(_string), False)})
 _SKIP = _fields({"spec": (_SPEC, True), "reason": (_string, True)})
 _MACHINE = _fields({"hostname": (_string, False), "os": (_string, False), "python": (_string, False),
                     "inventory": (_json_object, False), "software": (_json_object, False),

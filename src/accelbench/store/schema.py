@@ -115,8 +115,17 @@ _V1_TO_V2 = (
     "CREATE INDEX results_device ON results (device, workload)",
 )
 
+# v3: each result's verdict with its reasons; results that may not be a ceiling any more
+# (`accelbench ceilings --forget`); where a run came from (measured here, or imported)
+_V2_TO_V3 = (
+    "ALTER TABLE results ADD COLUMN verdict TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE results ADD COLUMN verdict_reasons_json TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE results ADD COLUMN ceiling_forgotten INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'local'",
+)
+
 # version -> statements that take a database from version - 1 to version
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3}
 CURRENT_VERSION = max(MIGRATIONS)
 
 
@@ -202,6 +211,7 @@ def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
         "calls_per_sample": int(m.calls_per_sample), "target_met": int(bool(m.target_met)),
         "threads": None if m.threads is None else int(m.threads), "extra_json": dumps(dict(m.extra)),
         "telemetry_json": dumps(dict(m.telemetry)),
+        "verdict": m.status, "verdict_reasons_json": dumps([str(r) for r in m.verdict_reasons]),
     }
 
 
@@ -227,6 +237,8 @@ def measurement_from_row(row: sqlite3.Row) -> Measurement:
         "threads": row["threads"],
         "telemetry": json.loads(row["telemetry_json"]),
         "extra": json.loads(row["extra_json"]),
+        "verdict": row["verdict"],
+        "verdict_reasons": json.loads(row["verdict_reasons_json"]),
     })
 
 

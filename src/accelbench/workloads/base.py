@@ -16,12 +16,17 @@ class Prepared:
     """One workload instance with its inputs on the device.
 
     `compute` is the call timed as the resident (on-device) time and returns the output; `to_device`
-    and `to_host` are the transfers around it (None where the device computes on host memory);
-    `verify` compares a fresh output with the reference and says where it lived.
+    and `to_host` are the transfers around it (None where the device computes on host memory).
+
+    The check covers the work that was timed (runner/audit.py): `check_output` judges what a timed
+    call returned (and what the earlier calls on the other input sets left), after `poison` has
+    filled the output buffers with NaN; `refresh` gives the next call input values never seen, so
+    a backend that caches by input cannot pass. Workloads without these (deep learning, statistics)
+    give `verify`, which runs and checks a call of its own.
     """
 
     compute: Callable[[], Any]
-    verify: Callable[[], Check]
+    verify: Callable[[], Check] | None = None
     to_device: Callable[[], Any] | None = None
     to_host: Callable[[], Any] | None = None
     release: Callable[[], None] | None = None
@@ -31,6 +36,13 @@ class Prepared:
     #: for workloads that must time themselves (several processes, one synchronised batch per
     #: sample): called as self_timed(rigor=Rigor), returns SelfTimed; the harness is skipped
     self_timed: Callable[..., "SelfTimed"] | None = None
+    check_output: Callable[[Any], Check] | None = None
+    poison: Callable[[], None] | None = None
+    refresh: Callable[[], None] | None = None
+    #: the array whose placement proves where the work ran (default: the output itself)
+    placed: Callable[[Any], Any] | None = None
+    #: why the outputs cannot be checked (no reference): the result is then "unverified"
+    unverified: str | None = None
 
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:
@@ -64,6 +76,11 @@ class Workload:
     size_unit: str = "elements"
     #: dtypes it can run in, in the order a sweep shows them
     dtypes: tuple[str, ...] = ("float64", "float32")
+    #: the peak its rate is read against: "matrix" (dense products, on matrix units where the dtype
+    #: has them), "vector", "memory_bandwidth", or None (no ceiling applies)
+    judged_against: str | None = None
+    #: True where its best valid rate on a device is that device's measured ceiling (built-ins only)
+    measures_ceiling: bool = False
 
     def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[dict]:
         """Parameter dicts to run; `sizes`/`dtypes` override the defaults where given."""

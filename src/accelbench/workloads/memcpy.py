@@ -8,6 +8,7 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 
 MIB = 1024**2
 
@@ -27,7 +28,7 @@ class Memcpy(Workload):
         return Work(flops=0.0, bytes_moved=float(params["bytes"]))
 
     def footprint_bytes(self, params):
-        return int(params["bytes"])
+        return 3 * 3 * int(params["bytes"])  # host, device and out buffers of three input sets
 
     def prepare(self, backend, device, params, seed):
         if backend.shares_host_memory(device):
@@ -36,36 +37,44 @@ class Memcpy(Workload):
         if pinned and not backend.supports_pinned(device):
             raise Unsupported(f"{backend.name} has no pinned host memory for {device}")
         count = max(1, int(params["bytes"]) // 4)
-        host = backend.host_buffer((count,), "float32", pinned=pinned)
-        host[...] = np.random.default_rng(seed).uniform(-1.0, 1.0, size=count).astype(np.float32)
-        expected = np.array(host, copy=True)
-        resident = backend.from_host(host, device, pinned=pinned)
-        state = {"device": resident}
+        to_device = params["direction"] == "h2d"
 
-        if params["direction"] == "h2d":
-            def compute():
-                state["device"] = backend.from_host(host, device, pinned=pinned)
-                return state["device"]
-        elif _accepts_out(backend.to_host):
-            def compute():  # into the same host buffer each time: a copy, not page faults of a new array
-                return backend.to_host(resident, out=host)
-        else:
-            def compute():
-                return backend.to_host(resident)
+        def make(index: int) -> Variant:
+            host = backend.host_buffer((count,), "float32", pinned=pinned)
+            rng = np.random.default_rng(seed + index * SEED_STRIDE)
+            host[...] = rng.uniform(-1.0, 1.0, size=count).astype(np.float32)
+            expected = np.array(host, copy=True)
+            # d2h copies into a host buffer of its own: a copy, not page faults of a new array
+            out = None if to_device else backend.host_buffer((count,), "float32", pinned=pinned)
+            return Variant([backend.from_host(host, device, pinned=pinned)], expected, out=out, hosts=[host])
 
-        def verify():
-            out = compute()
-            backend.synchronize(device)
-            seen = backend.location(state["device"])
-            back = backend.to_host(out) if params["direction"] == "h2d" else np.asarray(out)
-            identical = back.shape == expected.shape and bool(np.array_equal(back, expected))
+        def judge(output, variant: Variant):
+            back = backend.to_host(output) if to_device else np.asarray(output)
+            identical = back.shape == variant.reference.shape and bool(np.array_equal(back, variant.reference))
+            seen = backend.location(output if to_device else variant.inputs[0])
             problems = [] if identical else ["data changed in transit"]
             if seen != device:
                 problems.append(f"ran on {seen}, asked for {device}")
             return Check(not problems, 0.0 if identical else float("inf"), 0.0,
                          "; ".join(problems) or "bit-identical round trip", seen)
 
-        return Prepared(compute=compute, verify=verify)
+        rotation = Rotation(make, judge)
+        if to_device:
+            def op(v):
+                return backend.from_host(v.hosts[0], device, pinned=pinned)
+        elif _accepts_out(backend.to_host):
+            def op(v):
+                return backend.to_host(v.inputs[0], out=v.out)
+        else:
+            def op(v):
+                return backend.to_host(v.inputs[0])
+
+        def placed(output):
+            return output if to_device else rotation.current.inputs[0]
+
+        return Prepared(compute=lambda: rotation.call(op), check_output=lambda _: rotation.check(),
+                        poison=lambda: rotation.poison(backend.fill_nan), refresh=rotation.refresh,
+                        placed=placed, release=rotation.release)
 
 
 def _accepts_out(method) -> bool:

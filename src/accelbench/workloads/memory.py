@@ -10,6 +10,7 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, relative_norm_error, tolerance
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2}
@@ -24,37 +25,50 @@ QUICK_ELEMENTS_FLOAT32 = 2**24  # the same 64 MiB for the float32 reduce and ele
 class _ArrayWorkload(Workload):
     dtypes = ("float64", "float32")
     size_unit = "elements"
+    judged_against = "memory_bandwidth"
+    #: input arrays per call
+    inputs = 1
 
-    def _inputs(self, backend, device, params, seed, count):
+    def footprint_bytes(self, params):
+        # two input sets in turn, and a third made fresh for the check (runner/audit.py)
+        return 3 * (self.inputs + 1) * params["n"] * ITEMSIZE[params["dtype"]]
+
+    def _prepared(self, backend, device, params, seed, op, expected, limit, what, with_out=True):
+        """`op(variant)` is the timed call; `expected(host float64 inputs)` its reference."""
         dtype = params["dtype"]
         if dtype not in backend.dtypes(device) or dtype not in NUMPY_DTYPE:
             raise Unsupported(f"{backend.name} has no {dtype} on {device}")
-        hosts = [host_inputs((params["n"],), seed + i, dtype) for i in range(count)]
-        return hosts, [backend.from_host(h, device) for h in hosts]
 
-    def footprint_bytes(self, params):
-        return 3 * params["n"] * ITEMSIZE[params["dtype"]]
+        def make(index: int) -> Variant:
+            hosts = [host_inputs((params["n"],), seed + index * SEED_STRIDE + i, dtype) for i in range(self.inputs)]
+            out = backend.empty((params["n"],), dtype, device) if with_out else None
+            return Variant([backend.from_host(h, device) for h in hosts],
+                           np.atleast_1d(expected(*(h.astype(np.float64) for h in hosts))), out=out, hosts=hosts)
 
-    def _prepared(self, backend, device, compute, reference, out, hosts, arrays, limit, what):
-        def verify():
-            result = compute()
-            backend.synchronize(device)
-            error = relative_norm_error(np.atleast_1d(backend.to_host(result)), np.atleast_1d(reference))
-            return make_check(error, limit, backend.location(result), device, what)
+        def judge(output, variant: Variant):
+            error = relative_norm_error(np.atleast_1d(backend.to_host(output)), variant.reference)
+            return make_check(error, limit(variant), backend.location(output), device, what)
+
+        rotation = Rotation(make, judge)
 
         def to_device():
-            for index, host in enumerate(hosts):
-                arrays[index] = backend.from_host(host, device)
-            return arrays[-1]
+            variant = rotation.upcoming
+            variant.inputs = [backend.from_host(h, device) for h in variant.hosts]
+            return variant.inputs[-1]
 
         shared = backend.shares_host_memory(device)
-        return Prepared(compute=compute, verify=verify, to_device=None if shared else to_device,
-                        to_host=None if shared else (lambda: backend.to_host(out)))
+        return Prepared(compute=lambda: rotation.call(op), check_output=lambda _: rotation.check(),
+                        poison=lambda: rotation.poison(backend.fill_nan), refresh=rotation.refresh,
+                        to_device=None if shared else to_device,
+                        to_host=None if shared else (lambda: backend.to_host(rotation.current.last)),
+                        release=rotation.release)
 
 
 class Stream(_ArrayWorkload):
     name = "stream"
     description = "STREAM copy, scale, add, triad over arrays well above the last-level cache"
+    inputs = 2
+    measures_ceiling = True
 
     def grid(self, sizes, dtypes, quick):
         sizes = sizes or [QUICK_ELEMENTS if quick else DEFAULT_ELEMENTS]
@@ -69,18 +83,15 @@ class Stream(_ArrayWorkload):
 
     def prepare(self, backend, device, params, seed):
         kernel = params["kernel"]
-        hosts, arrays = self._inputs(backend, device, params, seed, 2)
-        out = backend.empty((params["n"],), params["dtype"], device)
-        a, b = (h.astype(np.float64) for h in hosts)
         calls = {
-            "copy": (lambda: backend.copy(arrays[0], out), a),
-            "scale": (lambda: backend.scale(arrays[0], SCALAR, out), SCALAR * a),
-            "add": (lambda: backend.add(arrays[0], arrays[1], out), a + b),
-            "triad": (lambda: backend.triad(arrays[0], arrays[1], SCALAR, out), a + SCALAR * b),
+            "copy": (lambda v: backend.copy(v.inputs[0], v.out), lambda a, b: a),
+            "scale": (lambda v: backend.scale(v.inputs[0], SCALAR, v.out), lambda a, b: SCALAR * a),
+            "add": (lambda v: backend.add(v.inputs[0], v.inputs[1], v.out), lambda a, b: a + b),
+            "triad": (lambda v: backend.triad(v.inputs[0], v.inputs[1], SCALAR, v.out), lambda a, b: a + SCALAR * b),
         }
-        compute, reference = calls[kernel]
-        return self._prepared(backend, device, compute, reference, out, hosts, arrays,
-                              tolerance(params["dtype"]), f"stream {kernel}")
+        op, expected = calls[kernel]
+        limit = tolerance(params["dtype"])
+        return self._prepared(backend, device, params, seed, op, expected, lambda v: limit, f"stream {kernel}")
 
 
 class Reduce(_ArrayWorkload):
@@ -95,14 +106,15 @@ class Reduce(_ArrayWorkload):
         return Work(flops=float(params["n"]), bytes_moved=float(params["n"] * ITEMSIZE[params["dtype"]]))
 
     def prepare(self, backend, device, params, seed):
-        hosts, arrays = self._inputs(backend, device, params, seed, 1)
-        values = hosts[0].astype(np.float64)
-        # the sum of n uniform(-1,1) values is near 0: measure the error against sum(|x|) instead
-        reference = values.sum()
-        scale = float(np.abs(values).sum()) / max(abs(reference), 1e-300)
-        compute = lambda: backend.total(arrays[0])  # noqa: E731
-        return self._prepared(backend, device, compute, reference, arrays[0], hosts, arrays,
-                              tolerance(params["dtype"]) * scale, "sum")
+        limit = tolerance(params["dtype"])
+
+        def scaled_limit(variant):
+            # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead
+            values = variant.hosts[0].astype(np.float64)
+            return limit * float(np.abs(values).sum()) / max(abs(float(variant.reference[0])), 1e-300)
+
+        return self._prepared(backend, device, params, seed, lambda v: backend.total(v.inputs[0]),
+                              lambda a: a.sum(), scaled_limit, "sum", with_out=False)
 
 
 class Elementwise(_ArrayWorkload):
@@ -118,9 +130,6 @@ class Elementwise(_ArrayWorkload):
         return Work(flops=2.0 * n, bytes_moved=2.0 * n * ITEMSIZE[params["dtype"]])
 
     def prepare(self, backend, device, params, seed):
-        hosts, arrays = self._inputs(backend, device, params, seed, 1)
-        out = backend.empty((params["n"],), params["dtype"], device)
-        a = hosts[0].astype(np.float64)
-        compute = lambda: backend.elementwise(arrays[0], out)  # noqa: E731
-        return self._prepared(backend, device, compute, a * a + a, out, hosts, arrays,
-                              tolerance(params["dtype"]), "a·a + a")
+        limit = tolerance(params["dtype"])
+        return self._prepared(backend, device, params, seed, lambda v: backend.elementwise(v.inputs[0], v.out),
+                              lambda a: a * a + a, lambda v: limit, "a·a + a")

@@ -1,0 +1,107 @@
+"""The check covers the work that was timed: outputs of timed calls, fresh inputs, observed placement.
+
+After the harness has timed a workload (its calls rotating through input sets, workloads/rotation.py):
+
+1. every output buffer is filled with NaN (`poison`), then one more block of the same length is
+   timed and what its calls returned is checked: a backend that never writes its output, returns a
+   stale buffer, or returns the previous call's result fails here;
+2. the next call gets inputs never seen before (`refresh`) and is timed alone: a backend that
+   caches results for repeated inputs, or skips work, is fast in the timed blocks and slow here;
+3. where the output lives is read from the array itself (backends/placement.py), not from the
+   backend's claim.
+
+Workloads that cannot rotate inputs (deep learning, statistics) keep their own `verify`; their
+placement is still observed on what the last timed call returned.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from accelbench.backends.placement import observe
+from accelbench.results import Check
+from accelbench.timing.clock import Clock
+from accelbench.units import format_seconds
+from accelbench.verdict import INVALID, UNVERIFIED, VALID, Finding
+
+# a call on fresh inputs may be slower than the warm timed ones (cold caches, first touch), but
+# not by this much: then the timed calls did less than the work
+FRESH_FACTOR = 10.0
+FRESH_SLACK_S = 1e-4
+
+
+class Capture:
+    """The timed call, keeping what it returned (the output the check then judges)."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self.compute, self.last = compute, None
+
+    def __call__(self) -> Any:
+        self.last = self.compute()
+        return self.last
+
+
+@dataclasses.dataclass
+class AuditResult:
+    check: Check
+    findings: list[Finding]
+    fresh_call_s: float | None = None
+
+
+def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
+          calls_per_sample: int, median_s: float, overhead_s: float) -> AuditResult:
+    findings: list[Finding] = []
+    fresh_s = None
+    if prepared.check_output is None:
+        check = prepared.verify()
+    else:
+        if prepared.poison:
+            prepared.poison()
+        _block(capture, synchronize, clock, calls_per_sample)
+        check = prepared.check_output(capture.last)
+        if prepared.refresh and check.passed:
+            prepared.refresh()
+            fresh_s = _block(capture, synchronize, clock, 1)
+            fresh_check = prepared.check_output(capture.last)
+            check = fresh_check if not fresh_check.passed else check
+            findings += _fresh_findings(fresh_s - overhead_s, median_s)
+    if not check.passed:
+        findings.append(Finding(INVALID, f"check failed: {check.detail}"))
+    if prepared.unverified:
+        findings.append(Finding(UNVERIFIED, prepared.unverified))
+    check, placement = _observed(prepared, capture.last, check, device)
+    findings += placement
+    return AuditResult(check, findings, fresh_s)
+
+
+def _block(capture: Capture, synchronize: Callable[[], object], clock: Clock, calls: int) -> float:
+    synchronize()
+    start_s = clock.now()
+    for _ in range(calls):
+        capture()
+    synchronize()
+    return clock.now() - start_s
+
+
+def _fresh_findings(fresh_s: float, median_s: float) -> list[Finding]:
+    if fresh_s <= max(FRESH_FACTOR * median_s, median_s + FRESH_SLACK_S):
+        return []
+    return [Finding(INVALID, f"a call on new inputs took {format_seconds(fresh_s)}, "
+                             f"{fresh_s / median_s:,.0f}× the timed calls ({format_seconds(median_s)}): "
+                             "the backend may cache results for repeated inputs or skip work")]
+
+
+def _observed(prepared, output: Any, check: Check, device: str) -> tuple[Check, list[Finding]]:
+    """The check with the placement read from the array; a mismatch makes the result invalid."""
+    if output is None:
+        return check, [Finding(VALID, "placement not observed: the timed call returned nothing to inspect")]
+    target = prepared.placed(output) if prepared.placed else output
+    seen = observe(target)
+    if seen.device is None:
+        return check, [Finding(VALID, f"placement claimed by the backend ({check.device_seen}), "
+                                      f"not observed: {seen.how}")]
+    checked = dataclasses.replace(check, device_seen=seen.device)
+    if seen.device != device:
+        return checked, [Finding(INVALID, f"the output lives on {seen.device} ({seen.how}), not on {device}: "
+                                          "the work did not run where it was asked to")]
+    return checked, []

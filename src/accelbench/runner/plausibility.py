@@ -1,0 +1,108 @@
+"""A rate beyond what the device can physically do is invalid, not a ceiling problem.
+
+The bound for arithmetic is the device's fastest arithmetic unit (formula or datasheet peak of any
+precision: emulated or matrix-unit tricks cannot beat the fastest unit), for memory traffic the
+fastest memory it has (for a CPU: every core loading and storing a full vector per cycle from L1;
+for an accelerator: ten times its memory bandwidth, more than any of its caches delivers). A margin
+covers clock uncertainty; for the CPU the running-clock estimate raises the nominal-clock formula.
+A device with no figure at all gets no bound, and its results say so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelbench.devices.model import Device
+from accelbench.results import Measurement
+from accelbench.timing import stats
+from accelbench.units import format_si
+from accelbench.verdict import INVALID, VALID, Finding
+
+MARGIN = 1.25                # clock and datasheet uncertainty
+CPU_BYTES_PER_CYCLE = 256    # two 64-byte loads and a 64-byte store per cycle, with room to spare
+CACHE_OVER_MEMORY = 10.0     # no accelerator cache delivers more than this times its memory bandwidth
+_FLOP_METRICS = ("fp64", "fp32", "fp16", "bf16", "fp64_matrix", "tf32_matrix", "fp16_matrix", "bf16_matrix")
+
+
+@dataclass(frozen=True)
+class Bound:
+    value: float        # FLOP/s or B/s, margin included
+    peak: float         # the figure it rests on, without the margin
+    basis: str
+
+
+def _sheet(device: Device, metric: str):
+    return device.peak(metric, "table") or device.peak(metric, "formula")
+
+
+def _clock_factor(device: Device) -> float:
+    """Running clock over the clock the CPU formula used (turbo), at least 1."""
+    running = device.properties.get("running_clock_mhz")
+    nominal = device.properties.get("nominal_clock_mhz") or device.properties.get("max_clock_mhz")
+    if device.kind == "cpu" and isinstance(running, (int, float)) and nominal:
+        return max(1.0, running / nominal)
+    return 1.0
+
+
+def flops_bound(device: Device) -> Bound | None:
+    figures = [f for f in (_sheet(device, m) for m in _FLOP_METRICS) if f is not None]
+    if not figures:
+        return None
+    best = max(figures, key=lambda f: f.value)
+    factor = _clock_factor(device)
+    basis = f"{best.metric} peak {format_si(best.value, 'FLOP/s')} ({best.provenance})"
+    if factor > 1:
+        basis += f" at the running clock (×{factor:.2f})"
+    return Bound(best.value * factor * MARGIN, best.value * factor, basis)
+
+
+def bytes_bound(device: Device) -> Bound | None:
+    if device.kind == "cpu":
+        cores = device.properties.get("physical_cores") or device.properties.get("logical_cores")
+        mhz = device.properties.get("running_clock_mhz") or device.properties.get("max_clock_mhz") \
+            or device.properties.get("nominal_clock_mhz")
+        if isinstance(cores, int) and isinstance(mhz, (int, float)) and mhz > 0:
+            peak = cores * mhz * 1e6 * CPU_BYTES_PER_CYCLE
+            return Bound(peak * MARGIN, peak, f"L1 bandwidth: {cores} cores × {mhz / 1000:.2f} GHz × "
+                                              f"{CPU_BYTES_PER_CYCLE} B/cycle")
+    memory = _sheet(device, "memory_bandwidth")
+    if memory is None:
+        return None
+    peak = memory.value * CACHE_OVER_MEMORY
+    return Bound(peak * MARGIN, peak, f"{CACHE_OVER_MEMORY:g}× its memory bandwidth "
+                                      f"{format_si(memory.value, 'B/s')} ({memory.provenance})")
+
+
+def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None:
+    """The device whose physics bounds the rate: the one measured, except that an OpenCL device
+    of CPU type (PoCL) runs on the host CPU, and host↔device copies are bounded by the host."""
+    device = devices.get(m.spec.device)
+    if m.spec.workload == "memcpy" or (device is not None and device.kind == "cpu" and device.id != "cpu"):
+        return devices.get("cpu") or device
+    return device
+
+
+def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[Finding]:
+    """INVALID where FLOP/s or B/s exceed the bound; a note where the rate cannot be bounded."""
+    median_s = stats.median(m.samples_s) if m.samples_s else 0.0
+    if median_s <= 0:
+        return [Finding(INVALID, "no time was measured (median 0 s): nothing can be that fast")]
+    device = bounding_device(m, devices)
+    if device is None:
+        return [Finding(VALID, f"rate unbounded: {m.spec.device} is not in the inventory, so no peak bounds it")]
+    findings, checked = [], False
+    for amount, unit, bound in ((m.work.flops, "FLOP/s", flops_bound(device)),
+                                (m.work.bytes_moved, "B/s", bytes_bound(device))):
+        if not amount:
+            continue
+        if bound is None:
+            continue
+        checked = True
+        rate = amount / median_s
+        if rate > bound.value:
+            findings.append(Finding(INVALID, f"faster than this device can compute: {format_si(rate, unit)} is "
+                                             f"{rate / bound.peak:,.0%} of its peak ({bound.basis}); the backend "
+                                             "may skip work or not wait for the device"))
+    if not checked and (m.work.flops or m.work.bytes_moved):
+        findings.append(Finding(VALID, f"rate unbounded: no peak is known for {device.id}, so the rate "
+                                       "cannot be checked for plausibility"))
+    return findings
