@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from accelbench.errors import Unsupported
-from accelbench.results import Measurement, Skip
+from accelbench.results import Check, Measurement, Skip
 from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
@@ -22,6 +22,7 @@ from accelbench.timing import stats
 from accelbench.timing.clock import PerfCounterClock
 from accelbench.timing.harness import Timing, measure
 from accelbench.timing.rigor import Rigor, get_rigor
+from accelbench.timing.sync_probe import SyncProbe
 from accelbench.units import format_seconds
 from accelbench.verdict import INVALID, NOISY, VALID, Finding, combine
 from accelbench.workloads.registry import get_workload
@@ -65,16 +66,13 @@ class TrustContext:
     sync_probes: dict = field(default_factory=dict)   # (backend name, device) -> SyncProbe
     probe_sync: bool = True
 
-    def sync_findings(self, backend, device: str, clock=None) -> list[Finding]:
+    def sync_probe(self, backend, device: str, clock=None) -> SyncProbe | None:
         if not self.probe_sync:
-            return []
+            return None
         key = (backend.name, device)
         if key not in self.sync_probes:
             self.sync_probes[key] = probe_backend(backend, device, clock)
-        found = self.sync_probes[key]
-        if not found.ok:
-            return [Finding(INVALID, found.detail)]
-        return [Finding(VALID, found.detail)] if found.detail.startswith(UNTESTED) else []
+        return self.sync_probes[key]
 
 
 def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None, sampler=None,
@@ -83,8 +81,11 @@ def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=N
     rigor = get_rigor(rigor)
     spec = item.spec
     trust = trust or TrustContext()
-    sync = trust.sync_findings(backend, spec.device, clock)  # before the workload takes memory
     workload = get_workload(spec.workload)
+    probe = trust.sync_probe(backend, spec.device, clock)  # before the workload takes memory
+    if probe is not None and not probe.ok:
+        return refused(item, workload, probe)
+    sync = [Finding(VALID, probe.detail)] if probe is not None and probe.detail.startswith(UNTESTED) else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
         measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
@@ -92,6 +93,17 @@ def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=N
         if prepared.release:
             prepared.release()
     return judged(measurement, findings + sync, trust.devices)
+
+
+def refused(item: PlanItem, workload, probe: SyncProbe) -> Measurement:
+    """A backend whose synchronize() does not wait is not timed: the result records what the probe
+    saw, invalid, so the refusal shows wherever results do."""
+    return Measurement(
+        spec=item.spec, phases_s={"compute": (probe.with_sync_s,)}, first_call_s=0.0,
+        work=workload.work(item.params), threads=item.threads, target_met=False,
+        check=Check(False, float("nan"), 0.0, "not checked: refused for timing"),
+        warnings=(f"invalid, refused for timing: {probe.detail}",),
+        verdict=INVALID, verdict_reasons=(f"refused for timing: {probe.detail}",))
 
 
 def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measurement:

@@ -43,6 +43,8 @@ class Prepared:
     placed: Callable[[Any], Any] | None = None
     #: why the outputs cannot be checked (no reference): the result is then "unverified"
     unverified: str | None = None
+    #: input sets the timed calls rotate through (workloads/rotation.py)
+    variants: int = 1
 
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:

@@ -9,13 +9,13 @@ The timed calls take two input sets in turn (the given values, then the same val
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from accelbench.errors import Unsupported, UsageError
 from accelbench.results import Check, Work
-from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import Rotation, Variant
 from accelbench.workloads.verify import ITEMSIZE, make_check, relative_norm_error, tolerance
 
@@ -104,7 +104,5 @@ class FunctionWorkload(Workload):
             return variant.inputs[-1]
 
         shared = backend.shares_host_memory(device)
-        return Prepared(compute=lambda: rotation.call(lambda v: self.fn(*v.inputs)),
-                        check_output=lambda _: rotation.check(), poison=lambda: rotation.poison(backend.fill_nan),
-                        refresh=rotation.refresh, to_device=None if shared else to_device,
-                        release=rotation.release, unverified=None if self.reference else UNVERIFIED)
+        return rotation.prepared(backend, op=lambda v: self.fn(*v.inputs), to_device=None if shared else to_device,
+                                 unverified=None if self.reference else UNVERIFIED)

@@ -7,7 +7,7 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
-from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import as_computed, host_inputs, make_check, relative_norm_error, tolerance
 
@@ -63,9 +63,6 @@ class Matmul(Workload):
 
         rotation = Rotation(make, judge)
 
-        def compute():
-            return rotation.call(lambda v: backend.matmul(v.inputs[0], v.inputs[1], out=v.out))
-
         def to_device():
             variant = rotation.upcoming
             variant.inputs = [_placed(backend, h, device, dtype) for h in variant.hosts]
@@ -75,10 +72,8 @@ class Matmul(Workload):
             return backend.to_host(rotation.current.last)
 
         shared = backend.shares_host_memory(device)
-        return Prepared(compute=compute, check_output=lambda _: rotation.check(),
-                        poison=lambda: rotation.poison(backend.fill_nan), refresh=rotation.refresh,
-                        to_device=None if shared else to_device, to_host=None if shared else to_host,
-                        release=rotation.release)
+        return rotation.prepared(backend, op=lambda v: backend.matmul(v.inputs[0], v.inputs[1], out=v.out),
+                                 to_device=None if shared else to_device, to_host=None if shared else to_host)
 
 
 def _placed(backend, host: np.ndarray, device: str, dtype: str):

@@ -7,7 +7,7 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
-from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 
 MIB = 1024**2
@@ -72,9 +72,7 @@ class Memcpy(Workload):
         def placed(output):
             return output if to_device else rotation.current.inputs[0]
 
-        return Prepared(compute=lambda: rotation.call(op), check_output=lambda _: rotation.check(),
-                        poison=lambda: rotation.poison(backend.fill_nan), refresh=rotation.refresh,
-                        placed=placed, release=rotation.release)
+        return rotation.prepared(backend, op=op, placed=placed)
 
 
 def _accepts_out(method) -> bool:

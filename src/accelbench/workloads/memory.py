@@ -9,7 +9,7 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
-from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, relative_norm_error, tolerance
 
@@ -57,11 +57,8 @@ class _ArrayWorkload(Workload):
             return variant.inputs[-1]
 
         shared = backend.shares_host_memory(device)
-        return Prepared(compute=lambda: rotation.call(op), check_output=lambda _: rotation.check(),
-                        poison=lambda: rotation.poison(backend.fill_nan), refresh=rotation.refresh,
-                        to_device=None if shared else to_device,
-                        to_host=None if shared else (lambda: backend.to_host(rotation.current.last)),
-                        release=rotation.release)
+        return rotation.prepared(backend, op=op, to_device=None if shared else to_device,
+                                 to_host=None if shared else (lambda: backend.to_host(rotation.current.last)))
 
 
 class Stream(_ArrayWorkload):

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from accelbench.results import Check
+from accelbench.workloads.base import Prepared
 
 VARIANTS = 2
 SEED_STRIDE = 7919  # variant k draws its inputs from seed + k * SEED_STRIDE
@@ -38,6 +39,7 @@ class Rotation:
         self.variants = [make(k) for k in range(count)]
         self.turn = -1
         self.made = count
+        self.settle: Callable[[Any], None] | None = None
 
     @property
     def current(self) -> Variant:
@@ -76,6 +78,16 @@ class Rotation:
         upcoming = (self.turn + 1) % len(self.variants)
         self.variants[upcoming] = self.make(self.made)
         self.made += 1
+        if self.settle:
+            self.settle(self.variants[upcoming].inputs)  # an asynchronous upload is not the call's time
+
+    def prepared(self, backend, **fields: Any) -> "Prepared":
+        """The Prepared of a rotating workload: its compute op, check, poison and refresh wired in."""
+        self.settle = backend.wait_for
+        op = fields.pop("op")
+        return Prepared(compute=lambda: self.call(op), check_output=lambda _: self.check(),
+                        poison=lambda: self.poison(backend.fill_nan), refresh=self.refresh,
+                        release=self.release, variants=len(self.variants), **fields)
 
     def release(self) -> None:
         self.variants.clear()
