@@ -31,13 +31,13 @@ RULES: dict[str, tuple[re.Pattern, str]] = {
                     "partition names of letters, digits, _ . - (comma-separated), e.g. gpu,gpu-long"),
     "--account": (re.compile(_NAME), "an account name of letters, digits, _ . -"),
     "--qos": (re.compile(_NAME), "a QOS name of letters, digits, _ . -"),
-    "--time": (_TIME, "a Slurm time: MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED, "
-                      "e.g. 00:30:00"),
+    "--time": (_TIME, ("a Slurm time: MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED, "
+                       "e.g. 00:30:00")),
     "--gres": (re.compile(rf"{_GRES_ITEM}(,{_GRES_ITEM})*"),
                "name[:type][:count] (comma-separated), e.g. gpu:1 or gpu:a100:2"),
     "--constraint": (re.compile(r"[A-Za-z0-9_.:=+\-&|,\[\]*()!]+"),
-                     "node features of letters, digits, _ . - : = + combined with & | , [ ] ( ) ! and *COUNT, "
-                     "e.g. a100 or [rack1*2&rack2*2]"),
+                     ("node features of letters, digits, _ . - : = + combined with & | , [ ] ( ) ! and *COUNT, "
+                      "e.g. a100 or [rack1*2&rack2*2]")),
     "--nodelist": (re.compile(r"[A-Za-z0-9_.\-\[\], ]+"),
                    "host names of letters, digits, _ . - (comma-separated) or a hostlist such as gpu[01-04,07]"),
     "--sbatch-arg": (re.compile(r"--?[A-Za-z][A-Za-z0-9\-]*(=[^\s'\"\\#]+)?"),
@@ -73,8 +73,8 @@ def check_path(what: str, path: object, advice: str = "") -> str:
     backslash, #, $, ` or % (sbatch's own placeholder in --output and --error)."""
     text = str(path)
     if CONTROL.search(text) or _UNSAFE_IN_PATH.search(text):
-        raise UsageError(f"{what} {shown(text)}: not accepted in an #SBATCH line; accepted: a path without spaces, "
-                         f"control characters, quotes, backslash, #, $, ` or %{advice}")
+        raise UsageError(f"{what} {shown(text)}: not accepted in an #SBATCH line; accepted: a path without "
+                         f"spaces, control characters, quotes, backslash, #, $, ` or %{advice}")
     return text
 
 
