@@ -138,6 +138,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
     from accelbench.cluster.script import render_script
     from accelbench.cluster.slurm import submit
     from accelbench.store.db import utc_now_iso
+    from accelbench.terminal import printable
 
     scripts = settings.results_dir / "scripts"
     for sub in ("scripts", "logs", "jobs"):
@@ -160,7 +161,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
         if sent.job_id:
             print(f"submitted job {sent.job_id}: {target.label()}", file=out, flush=True)
         else:
-            print(f"sbatch refused job {index} ({target.label()}): {sent.message}", file=out, flush=True)
+            print(f"sbatch refused job {index} ({target.label()}): {printable(sent.message)}", file=out, flush=True)
     return records
 
 
