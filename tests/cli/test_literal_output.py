@@ -114,7 +114,7 @@ def test_run_summary_shows_skip_reasons_and_paths_literally(capsys, value):
 
     spec = Spec.make("reduce", "numpy", f"cpu{value}", n=4096)
     results = SimpleNamespace(rows=[], skips=[Skip(spec, f"cannot: {value}")], measurements=[],
-                              findings=lambda: [], run_id="r1", db_path=f"/tmp/{value}.sqlite")
+                              findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite")
     _print_summary(results)
     out = capsys.readouterr().out
     assert f"cannot: {FIRST_LINE[value]}" in out and f"reduce numpy@cpu{HOSTILE[value]} n=4096" in out
