@@ -291,21 +291,21 @@ def test_manifest_appends_and_round_trips(tmp_path):
 
 def _add_many(results_dir, submission):
     for index in range(1, 16):
-        add_jobs(results_dir, [_record(f"{submission}{index}", index, submission=submission)])
+        add_jobs(results_dir, [_record(f"{submission}0{index}", index, submission=submission)])
 
 
 def test_manifest_loses_no_job_when_submissions_write_at_once(tmp_path):
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=_add_many, args=(tmp_path, name)) for name in ("a", "b", "c")]
+    workers = [context.Process(target=_add_many, args=(tmp_path, name)) for name in ("1", "2", "3")]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(timeout=60)
     assert [w.exitcode for w in workers] == [0, 0, 0]
     assert sorted(r.job_id for r in load_manifest(tmp_path)) == sorted(
-        f"{name}{i}" for name in "abc" for i in range(1, 16))
+        f"{name}0{i}" for name in "123" for i in range(1, 16))
 
 
 def test_manifest_remembers_only_what_slurm_said(tmp_path):

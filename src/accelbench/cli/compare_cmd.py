@@ -71,10 +71,10 @@ def print_json(document) -> None:
 
 
 def _console():
-    from rich.console import Console
+    from accelbench.terminal import console
 
     # a CI log gets wide lines rather than a table folded into 80 columns
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+    return console(width=None if sys.stdout.isatty() else 180)
 
 
 def _reference(args) -> int:
@@ -108,7 +108,9 @@ def run(args) -> int:
     else:
         render_comparison(comparison, _console())
     if failing:
-        shown = "; ".join(f"{r.label}: {r.factor_text()}" for r in failing)
+        from accelbench.terminal import printable
+
+        shown = printable("; ".join(f"{r.label}: {r.factor_text()}" for r in failing))
         print(f"accelbench compare: {len(failing)} spec(s) significantly slower by more than "
               f"{args.fail_if_slower:g}%: {shown}", file=sys.stderr)
         return 1

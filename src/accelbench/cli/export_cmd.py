@@ -21,7 +21,9 @@ def run(args) -> int:
         document = export_runs(store, run_ids)
     if args.output:
         write_json(args.output, document)
-        print(f"exported {len(run_ids)} run(s) to {args.output}", file=sys.stderr)
+        from accelbench.terminal import printable
+
+        print(printable(f"exported {len(run_ids)} run(s) to {args.output}"), file=sys.stderr)
     else:
         json.dump(document, sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import sys
 
+# job logs and Slurm's answers are shown as text, never as terminal codes
+from accelbench.terminal import printable
+
 EXIT_FAILED, EXIT_STILL_RUNNING = 1, 3
 
 
@@ -57,7 +60,7 @@ def wait_and_report(job_ids: list[str], *, timeout_s: float, poll_s: float, out=
 
     def changed(state) -> None:
         where = f" on {state.node}" if state.node else ""
-        print(f"  {time.monotonic() - started:6.1f} s  job {state.job_id}: {state.state}{where}",
+        print(printable(f"  {time.monotonic() - started:6.1f} s  job {state.job_id}: {state.state}{where}"),
               file=out, flush=True)
 
     if not job_ids:
@@ -79,14 +82,14 @@ def gather_and_report(results_dir, db, *, records=None, known=None, out=None) ->
         report = gather(results_dir, store, known=known, records=records)
         db_path = store.path
     if report.slurm_error:
-        print(f"note: Slurm could not be asked ({report.slurm_error}); states come from the files",
+        print(printable(f"note: Slurm could not be asked ({report.slurm_error}); states come from the files"),
               file=out)
     for outcome in report.outcomes:
         print_outcome(outcome, out)
     imported = sum(len(o.imported) for o in report.outcomes)
     ok, failed, active = (report.count(s) for s in ("ok", "failed", "active"))
-    print(f"{len(report.outcomes)} job(s): {ok} ok, {failed} failed, {active} still queued or running; "
-          f"{imported} run(s) newly imported into {db_path}", file=out)
+    print(printable(f"{len(report.outcomes)} job(s): {ok} ok, {failed} failed, {active} still queued or "
+                    f"running; {imported} run(s) newly imported into {db_path}"), file=out)
     if failed:
         return EXIT_FAILED
     return EXIT_STILL_RUNNING if active else 0
@@ -103,8 +106,8 @@ def print_outcome(outcome, out=None) -> None:
     elif outcome.present:
         runs = f"; run(s) {', '.join(outcome.present)} already in the database"
     marker = {"ok": "ok", "active": "..", "failed": "FAILED"}[outcome.status]
-    print(f"[{marker}] {name} ({node}): {state.describe()}{runs}", file=out)
+    print(printable(f"[{marker}] {name} ({node}): {state.describe()}{runs}"), file=out)
     if outcome.problem and outcome.problem != state.reason:
-        print(f"    problem: {outcome.problem}", file=out)
+        print(printable(f"    problem: {outcome.problem}"), file=out)
     for line in outcome.log_tail:
-        print(f"    | {line}", file=out)
+        print(printable(f"    | {line}"), file=out)

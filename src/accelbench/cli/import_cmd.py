@@ -24,11 +24,12 @@ def parse_tags(items: list[str]) -> dict[str, str]:
 def run(args) -> int:
     from accelbench.store.db import Store
     from accelbench.store.export import import_document, read_json
+    from accelbench.terminal import printable
 
     tags = parse_tags(args.tag)
     with Store(args.db) as store:
         for path in args.files:
             added = import_document(store, read_json(path), tags=tags or None, source=path)
-            print(f"{path}: {len(added)} run(s) imported" + (f" ({', '.join(added)})" if added else
-                                                            " (already present)"))
+            print(printable(f"{path}: {len(added)} run(s) imported" + (f" ({', '.join(added)})" if added else
+                                                                      " (already present)")))
     return 0

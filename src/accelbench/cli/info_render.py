@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from accelbench.devices.inventory import Inventory
 from accelbench.devices.model import OK, PEAK_METRICS, PROVENANCES, Device
+from accelbench.terminal import console as make_console
+from accelbench.terminal import literal
 from accelbench.units import format_bytes, format_property, format_si, label
 
 # CPU properties shown in their own rows, or not at all (the rest are listed generically)
@@ -19,38 +20,40 @@ _CPU_GROUPED = {
 
 
 def render_inventory(inventory: Inventory, console: Console | None = None, debug: bool = False) -> None:
-    console = console or Console(highlight=False)
+    console = console or make_console()
     host = inventory.host
-    console.print(f"[bold]Host[/] {escape(host['hostname'])} · {host['os']} {host['os_release']} · "
-                  f"{host['machine']} · Python {host['python']} · accelbench {host['accelbench']}")
+    console.print(f"[bold]Host[/] {literal(host['hostname'])} · {literal(host['os'])} {literal(host['os_release'])} · "
+                  f"{literal(host['machine'])} · Python {literal(host['python'])} · accelbench {literal(host['accelbench'])}")
     for device in inventory.devices:
         console.print()
         console.print(_device_table(device))
     console.print()
     console.print(_probe_table(inventory, debug))
     if inventory.environment:
-        console.print("[bold]Device environment[/] " + escape(format_property("env", inventory.environment)))
+        console.print("[bold]Device environment[/] " + literal(format_property("env", inventory.environment)))
     if debug:
         for report in inventory.probes:
             if report.debug:
-                console.print(f"[bold red]{report.probe}[/] raised:\n{escape(report.debug)}")
+                console.print(f"[bold red]{literal(report.probe)}[/] raised:")
+                console.print(report.debug, markup=False)
 
 
 def _device_table(device: Device) -> Table:
-    title = f"[bold]{escape(device.id)}[/]  {escape(device.name)}  [dim]({escape(device.vendor)} {device.kind}, via {escape(device.source)})[/]"
+    title = (f"[bold]{literal(device.id)}[/]  {literal(device.name)}  "
+             f"[dim]({literal(device.vendor)} {literal(device.kind)}, via {literal(device.source)})[/]")
     table = Table.grid(padding=(0, 2))
     table.title, table.title_justify = title, "left"
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(overflow="fold")
     rows = _cpu_rows(device) if device.kind == "cpu" and device.id == "cpu" else _generic_rows(device)
-    for name, value in rows:
-        table.add_row(name, value)
+    for name, value in rows:  # the rows are plain text: every part of them came from a probe
+        table.add_row(literal(name), literal(value))
     if device.reach:
-        table.add_row("Reached by", " · ".join(f"{b} → {escape(i)}" for b, i in device.reach.items()))
+        table.add_row("Reached by", literal(" · ".join(f"{b} → {i}" for b, i in device.reach.items())))
     for index, line in enumerate(_peak_lines(device)):
         table.add_row("Peaks" if index == 0 else "", line)
     for warning in device.warnings:
-        table.add_row("[yellow]Warning[/]", f"[yellow]{escape(warning)}[/]")
+        table.add_row("[yellow]Warning[/]", f"[yellow]{literal(warning)}[/]")
     return table
 
 
@@ -69,11 +72,11 @@ def _cpu_rows(device: Device) -> list[tuple[str, str]]:
                            f"{p.get('numa_nodes') or '?'} NUMA node(s)"))
     for lib in p.get("blas_libraries") or []:
         rows.append((f"{lib.get('api', 'blas').upper() if lib.get('api') == 'blas' else lib.get('api', '').capitalize()}",
-                     escape(f"{lib.get('library')} {lib.get('version') or ''} · {lib.get('threads')} threads"
-                            f" · core type {lib.get('core_type') or '—'} · {lib.get('threading_layer') or ''}")))
+                     f"{lib.get('library')} {lib.get('version') or ''} · {lib.get('threads')} threads"
+                     f" · core type {lib.get('core_type') or '—'} · {lib.get('threading_layer') or ''}"))
     env = p.get("thread_environment") or {}
-    rows.append(("Thread env", escape(format_property("env", env)) if env else "none of OMP/MKL/OPENBLAS_* set"))
-    rows += [(label(k), escape(format_property(k, v))) for k, v in p.items()
+    rows.append(("Thread env", format_property("env", env) if env else "none of OMP/MKL/OPENBLAS_* set"))
+    rows += [(label(k), format_property(k, v)) for k, v in p.items()
              if k not in _CPU_GROUPED and "_cache_" not in k]
     return rows
 
@@ -99,7 +102,7 @@ def _generic_rows(device: Device) -> list[tuple[str, str]]:
     for name, value in device.properties.items():
         if value is None or name == "memory_bytes":
             continue
-        rows.append((label(name), escape(format_property(name, value))))
+        rows.append((label(name), format_property(name, value)))
     return rows
 
 
@@ -107,8 +110,8 @@ def _peak_lines(device: Device) -> list[str]:
     lines = []
     order = {metric: i for i, metric in enumerate(PEAK_METRICS)}
     for figure in sorted(device.peaks, key=lambda f: (order.get(f.metric, 99), PROVENANCES.index(f.provenance))):
-        lines.append(f"{figure.metric:<16} {format_si(figure.value, figure.unit):>14}  "
-                     f"[dim]{figure.provenance}:[/] {escape(figure.detail)}")
+        lines.append(f"{literal(figure.metric):<16} {format_si(figure.value, figure.unit):>14}  "
+                     f"[dim]{literal(figure.provenance)}:[/] {literal(figure.detail)}")
     return lines
 
 
@@ -120,6 +123,6 @@ def _probe_table(inventory: Inventory, debug: bool) -> Table:
     table.add_column("detail", overflow="fold")
     for report in inventory.probes:
         style = "green" if report.status == OK else "yellow"
-        table.add_row(report.probe, f"[{style}]{report.status}[/]", f"{report.elapsed_s * 1000:.0f} ms",
-                      escape(report.message) + ("  [dim](--debug shows why)[/]" if report.status == "error" and not debug else ""))
+        table.add_row(literal(report.probe), f"[{style}]{literal(report.status)}[/]", f"{report.elapsed_s * 1000:.0f} ms",
+                      literal(report.message) + ("  [dim](--debug shows why)[/]" if report.status == "error" and not debug else ""))
     return table

@@ -41,16 +41,18 @@ def run(args) -> int:
         json.dump(listing, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
-    console = Console(highlight=False)
+    from accelbench.terminal import console as make_console
+    from accelbench.terminal import literal  # plugins name workloads and backends: data
+
+    console = make_console()
     table = Table(title="[bold]Workloads[/]", title_justify="left", show_edge=False, pad_edge=False)
     for column in ("workload", "what it measures", "dtypes", "--sizes sets", "quick suite"):
         table.add_column(column)
     for w in listing["workloads"]:
-        table.add_row(w["name"], escape(w["description"]), ", ".join(w["dtypes"]), w["size_param"],
+        table.add_row(literal(w["name"]), literal(w["description"]), literal(", ".join(w["dtypes"])),
+                      literal(w["size_param"]),
                       "yes" if w["in_quick_suite"] else "")
     console.print(table)
     console.print()
@@ -58,8 +60,8 @@ def run(args) -> int:
     for column in ("backend", "status", "devices (dtypes)"):
         table.add_column(column, overflow="fold")
     for b in listing["backends"]:
-        status = "[green]available[/]" if b["available"] else f"[yellow]unavailable[/]: {escape(b['reason'])}"
+        status = "[green]available[/]" if b["available"] else f"[yellow]unavailable[/]: {literal(b['reason'])}"
         devices = "; ".join(f"{d} ({', '.join(b['dtypes'].get(d, []))})" for d in b["devices"]) or "—"
-        table.add_row(b["name"], status, escape(devices))
+        table.add_row(literal(b["name"]), status, literal(devices))
     console.print(table)
     return 0

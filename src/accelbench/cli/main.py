@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except UsageError as exc:
-        print(f"accelbench {args.command}: error: {exc}", file=sys.stderr)
+        from accelbench.terminal import printable
+
+        print(f"accelbench {args.command}: error: {printable(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"accelbench {args.command}: interrupted", file=sys.stderr)

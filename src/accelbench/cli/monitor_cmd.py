@@ -14,6 +14,8 @@ import sys
 import time
 from datetime import datetime
 
+from accelbench.terminal import printable
+
 DEFAULT_INTERVAL_S = 1.0
 
 
@@ -95,19 +97,19 @@ class PlainOutput:
 
         lines = no_data_lines(_no_data(self.sampler))
         if lines:
-            print("No telemetry here:\n" + "\n".join(lines), flush=True)
+            print("No telemetry here:\n" + printable("\n".join(lines), keep_newlines=True), flush=True)
 
     def frame(self, sampler) -> None:
         from accelbench.telemetry.text import frame_line
 
         now = datetime.now().strftime("%H:%M:%S")
         for device_id in sampler.device_infos():
-            print(frame_line(now, device_id, sampler.latest.get(device_id, {})), flush=True)
+            print(printable(frame_line(now, device_id, sampler.latest.get(device_id, {}))), flush=True)
 
     def finish(self, summary: dict) -> None:
         from accelbench.telemetry.text import summary_lines
 
-        print("\n" + "\n".join(summary_lines(summary)), flush=True)
+        print("\n" + printable("\n".join(summary_lines(summary)), keep_newlines=True), flush=True)
 
     def close(self) -> None:
         pass
@@ -144,7 +146,8 @@ class CsvOutput(PlainOutput):
 
         lines = no_data_lines(_no_data(self.sampler))
         if lines:
-            print("No telemetry here:\n" + "\n".join(lines), file=sys.stderr, flush=True)
+            print("No telemetry here:\n" + printable("\n".join(lines), keep_newlines=True), file=sys.stderr,
+                  flush=True)
 
     def frame(self, sampler) -> None:
         now = f"{time.time():.3f}"
@@ -157,17 +160,18 @@ class CsvOutput(PlainOutput):
     def finish(self, summary: dict) -> None:
         from accelbench.telemetry.text import summary_lines
 
-        print("\n".join(summary_lines(summary)), file=sys.stderr, flush=True)
+        print(printable("\n".join(summary_lines(summary)), keep_newlines=True), file=sys.stderr, flush=True)
 
 
 class LiveOutput(PlainOutput):
     """A terminal: one table, redrawn in place every reading."""
 
     def start(self) -> None:
-        from rich.console import Console
         from rich.live import Live
 
-        self.console = Console(highlight=False)
+        from accelbench.terminal import console
+
+        self.console = console()
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
         self.live.start()
 
@@ -176,10 +180,10 @@ class LiveOutput(PlainOutput):
 
     def _table(self, sampler):
         from rich.console import Group
-        from rich.markup import escape
         from rich.table import Table
 
         from accelbench.telemetry.text import no_data_lines, value_text
+        from accelbench.terminal import literal
 
         table = Table(title=f"accelbench monitor · every {sampler.interval_s:g} s · Ctrl-C stops",
                       title_justify="left")
@@ -193,11 +197,11 @@ class LiveOutput(PlainOutput):
                 return value_text(metric, v[metric]) if metric else "—"
             memory = f"{show('memory_used_bytes')} / {show('memory_total_bytes')}"
             throttled = ", ".join(v.get("throttle_reasons") or [])
-            table.add_row(escape(f"{device_id} {info.name}"), show("utilization_percent"), memory,
+            table.add_row(literal(f"{device_id} {info.name}"), show("utilization_percent"), memory,
                           show("sm_clock_mhz", "gfx_clock_mhz", "frequency_mhz"), show("power_w", "power_from_energy_w"),
-                          show("temperature_c"), escape(throttled))
+                          show("temperature_c"), literal(throttled))
         gaps = no_data_lines(_no_data(sampler))
-        footer = ("[dim]No telemetry here:\n" + escape("\n".join(gaps)) + "[/]") if gaps else ""
+        footer = ("[dim]No telemetry here:\n" + literal("\n".join(gaps)) + "[/]") if gaps else ""
         return Group(table, footer)
 
     def finish(self, summary: dict) -> None:

@@ -42,21 +42,21 @@ def _ceiling_text(ceiling) -> str:
 
 
 def _render(report) -> None:
-    from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     from accelbench.compare.compare import spec_label
+    from accelbench.terminal import console as make_console
+    from accelbench.terminal import literal
     from accelbench.units import format_seconds
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+    console = make_console(width=None if sys.stdout.isatty() else 180)
     target = report.target
-    console.print(f"[bold reverse] PROJECTION [/] of run {escape(report.run.label)} onto "
-                  f"[bold]{escape(target.name)}[/] — estimated from datasheet ceilings, not measured "
-                  f"({escape(target.source)})")
+    console.print(f"[bold reverse] PROJECTION [/] of run {literal(report.run.label)} onto "
+                  f"[bold]{literal(target.name)}[/] — estimated from datasheet ceilings, not measured "
+                  f"({literal(target.source)})")
     console.print("Assumptions:")
     for assumption in report.assumptions:
-        console.print(f"  • {escape(assumption)}")
+        console.print(f"  • {literal(assumption)}")
     table = Table(show_edge=False, pad_edge=False)
     for header, justify in (("spec", "left"), ("measured here", "right"), ("bound here", "left"),
                             ("efficiency here", "right"), ("projected", "right"), ("bound there", "left"),
@@ -65,11 +65,11 @@ def _render(report) -> None:
     for p in report.projections:
         here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)
         there = _ceiling_text(p.target_flops if p.target_bound == "compute" else p.target_bandwidth)
-        table.add_row(escape(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound,
+        table.add_row(literal(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound,
                       f"{p.efficiency:.0%}" + (" (capped)" if p.capped else ""), format_seconds(p.projected_s),
-                      p.target_bound, f"{p.speedup:.1f}×", escape(f"{here} → {there}"))
+                      p.target_bound, f"{p.speedup:.1f}×", literal(f"{here} → {there}"))
     console.print(table)
     if report.not_projected:
         console.print(f"[bold]Not projected[/] ({len(report.not_projected)}):")
         for spec, reason in report.not_projected:
-            console.print(f"  {escape(spec_label(spec))}: {escape(reason)}")
+            console.print(f"  {literal(spec_label(spec))}: {literal(reason)}")

@@ -37,9 +37,11 @@ def run(args) -> int:
         if not store.runs(limit=1):
             raise UsageError(f"no runs are stored in {store.path} yet: try `accelbench run` first")
         files = build_report(store, list(args.runs), args.output)
-    print(f"report for run(s) {', '.join(files.run_ids)}: {files.html_path}")
+    from accelbench.terminal import printable
+
+    print(printable(f"report for run(s) {', '.join(files.run_ids)}: {files.html_path}"))
     for path in files.png_paths:
-        print(f"  figure: {path}")
+        print(printable(f"  figure: {path}"))
     for note in files.missing:
-        print(f"  not drawn: {note}", file=sys.stderr)
+        print(printable(f"  not drawn: {note}"), file=sys.stderr)
     return 0

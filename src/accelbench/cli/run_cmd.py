@@ -94,21 +94,21 @@ def _jsonable(value):
 
 
 def _print_summary(results) -> None:
-    from rich.console import Console
-
     from accelbench.runner.summary import render_summary
+    from accelbench.terminal import console as make_console
+    from accelbench.terminal import literal
 
     # a log file gets wide lines rather than a table folded into 80 columns
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+    console = make_console(width=None if sys.stdout.isatty() else 180)
     render_summary(results.rows, results.skips, console)
     _print_findings(results, console)
     console.print()
-    console.print(f"Run [bold]{results.run_id}[/]: {len(results.measurements)} results, "
-                  f"{len(results.skips)} skipped, saved in {results.db_path}")
+    console.print(f"Run [bold]{literal(results.run_id)}[/]: {len(results.measurements)} results, "
+                  f"{len(results.skips)} skipped, saved in {literal(results.db_path)}")
 
 
 def _print_findings(results, console) -> None:
-    from rich.markup import escape
+    from accelbench.terminal import literal
 
     found = results.findings()
     if not found:
@@ -117,7 +117,7 @@ def _print_findings(results, console) -> None:
     console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
     for finding in found:
         mark = "[yellow]![/]" if finding.severity == "warning" else "•"
-        console.print(f"  {mark} {escape(finding.text)}")
+        console.print(f"  {mark} {literal(finding.text)}")
 
 
 class _progress:
@@ -132,12 +132,13 @@ class _progress:
             return None, None
         if not sys.stderr.isatty():  # a log file or a cluster job: one line per finished spec
             return None, self._plain_done
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        from accelbench.terminal import console
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                            console=Console(file=sys.stderr), transient=True)
+                            console=console(file=sys.stderr, highlight=True), transient=True)
         self.bar.start()
         self.task = self.bar.add_task("planning", total=self.total)
         return self._start, self._done
@@ -149,14 +150,16 @@ class _progress:
 
     def _start(self, item):
         from accelbench.runner.summary import params_text, where
+        from accelbench.terminal import literal
 
-        self.bar.update(self.task, description=f"{item.spec.workload} {where(item.spec)} {params_text(item.spec)}")
+        self.bar.update(self.task, description=literal(f"{item.spec.workload} {where(item.spec)} {params_text(item.spec)}"))
 
     def _done(self, item, result):
         self.bar.advance(self.task)
 
     def _plain_done(self, item, result):
         from accelbench.runner.summary import params_text, where
+        from accelbench.terminal import printable
         from accelbench.timing.stats import median
         from accelbench.units import format_seconds
 
@@ -165,5 +168,5 @@ class _progress:
             outcome = f"{format_seconds(median(result.samples_s))}" + ("" if result.valid else " CHECK FAILED")
         else:
             outcome = f"skipped: {result.reason.splitlines()[0]}"
-        print(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} {params_text(item.spec)}: {outcome}",
-              file=sys.stderr, flush=True)
+        print(printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} "
+                        f"{params_text(item.spec)}: {outcome}"), file=sys.stderr, flush=True)

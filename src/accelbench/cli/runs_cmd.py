@@ -23,14 +23,16 @@ def run(args) -> int:
         json.dump([asdict(r) for r in runs], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"[bold]Runs[/] in {path}", title_justify="left", show_edge=False, pad_edge=False)
+    from accelbench.terminal import console, literal
+
+    table = Table(title=f"[bold]Runs[/] in {literal(path)}", title_justify="left", show_edge=False, pad_edge=False)
     for column in ("run", "started (UTC)", "status", "host", "results", "skips", "tags"):
         table.add_column(column, no_wrap=column in ("run", "started (UTC)"))
     for r in runs:
-        table.add_row(r.id, r.started_at[:19], r.status, r.hostname, str(r.result_count), str(r.skip_count),
-                      ", ".join(f"{k}={v}" for k, v in r.tags.items()))
-    Console(highlight=False).print(table if runs else f"no runs stored in {path} yet: try `accelbench run`")
+        table.add_row(literal(r.id), literal(r.started_at[:19]), literal(r.status), literal(r.hostname),
+                      str(r.result_count), str(r.skip_count),
+                      literal(", ".join(f"{k}={v}" for k, v in r.tags.items())))
+    console().print(table if runs else f"no runs stored in {literal(path)} yet: try `accelbench run`")
     return 0

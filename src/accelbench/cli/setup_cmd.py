@@ -74,11 +74,13 @@ def _show(path, ids: list[str]) -> int:
 
 
 def _list_devices(devices, path) -> None:
+    from accelbench.terminal import printable
+
     print("accelbench setup\n")
     print("Devices on this machine:")
     width = max((len(d.id) for d in devices), default=3)
     for number, device in enumerate(devices, 1):
-        print(f"   {number} : {device.id:<{width}}  {device.name} ({device.vendor} {device.kind})")
+        print(printable(f"   {number} : {device.id:<{width}}  {device.name} ({device.vendor} {device.kind})"))
     current = _current(path)
     where = f"saved in {path}" if path.exists() else f"no settings file yet ({path})"
     print(f"\nCurrent default: {', '.join(current) if current else 'all available devices'} ({where})")

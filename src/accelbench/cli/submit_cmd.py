@@ -7,13 +7,11 @@ brings the results into the local database. docs/cluster.md describes the option
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 DEFAULT_RESULTS_DIR = "accelbench-results"
 DEFAULT_WAIT_TIMEOUT_S = 3600.0
-_UNSAFE_PATH = re.compile(r"[\s%'\"\\$`]")  # #SBATCH lines take no quoting; % is sbatch's placeholder
 
 
 def add_arguments(parser) -> None:
@@ -92,40 +90,44 @@ def run_arguments(args) -> list[str]:
 
 
 def _results_dir(text: str) -> Path:
-    from accelbench.errors import UsageError
+    from accelbench.cluster.sbatch_values import check_path
 
+    check_path("--results-dir", text)  # before Path: a NUL or newline never reaches the filesystem
     folder = Path(text).expanduser().absolute()
-    if _UNSAFE_PATH.search(str(folder)):
-        raise UsageError(f"--results-dir {folder}: choose a path without spaces, quotes, $ or % "
-                         f"(sbatch reads it from #SBATCH lines, unquoted)")
+    check_path("--results-dir", folder)
     return folder
 
 
 def _settings(args, results_dir: Path):
-    from accelbench.cluster.script import JobSettings
+    from accelbench.cluster.sbatch_values import check_option
+    from accelbench.cluster.script import JobSettings, check_settings
     from accelbench.errors import UsageError
 
-    for option in args.sbatch_arg:
-        if not option.startswith("-") or re.search(r"\s", option):
-            raise UsageError(f"--sbatch-arg {option!r}: one sbatch option without spaces, e.g. "
-                             f"--sbatch-arg=--mem=16G (#SBATCH lines take no quoting)")
     if args.cpus_per_task is not None and args.cpus_per_task < 1:
         raise UsageError(f"--cpus-per-task: {args.cpus_per_task} is not a whole number >= 1")
-    return JobSettings(run_args=tuple(run_arguments(args)), python=args.python,
-                       results_dir=results_dir, workdir=Path.cwd(), time=args.time,
-                       exclusive=args.exclusive, cpus_per_task=args.cpus_per_task,
-                       account=args.account, qos=args.qos, extra_sbatch=tuple(args.sbatch_arg))
+    return check_settings(JobSettings(
+        run_args=tuple(run_arguments(args)), python=args.python, results_dir=results_dir,
+        workdir=Path.cwd(), time=check_option("--time", args.time), exclusive=args.exclusive,
+        cpus_per_task=args.cpus_per_task, account=check_option("--account", args.account),
+        qos=check_option("--qos", args.qos),
+        extra_sbatch=tuple(check_option("--sbatch-arg", option) for option in args.sbatch_arg)))
 
 
 def _targets(args):
+    from accelbench.cluster.sbatch_values import check_option
+    from accelbench.cluster.script import check_target
     from accelbench.cluster.slurm import expand_nodelist
     from accelbench.cluster.targets import expand_targets, parse_jobs_per, split_list
 
-    return expand_targets(nodes=expand_nodelist(args.nodelist), partitions=split_list(args.partition),
-                          gres=[g for g in args.gres if g.strip()],
-                          constraints=[c for c in args.constraint if c.strip()],
-                          repeat=args.repeat, jobs_per=parse_jobs_per(args.jobs_per),
-                          max_jobs=args.max_jobs)
+    # each value as the user typed it, so the error names it; then every target as written
+    check_option("--nodelist", args.nodelist)
+    check_option("--partition", args.partition)
+    gres = [check_option("--gres", g) for g in args.gres if g.strip(" ")]
+    constraints = [check_option("--constraint", c) for c in args.constraint if c.strip(" ")]
+    targets = expand_targets(nodes=expand_nodelist(args.nodelist), partitions=split_list(args.partition),
+                             gres=gres, constraints=constraints, repeat=args.repeat,
+                             jobs_per=parse_jobs_per(args.jobs_per), max_jobs=args.max_jobs)
+    return [check_target(target) for target in targets]
 
 
 def submit_all(settings, targets, submission: str, out=None, dry_run: bool = False) -> list:
@@ -136,6 +138,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
     from accelbench.cluster.script import render_script
     from accelbench.cluster.slurm import submit
     from accelbench.store.db import utc_now_iso
+    from accelbench.terminal import printable
 
     scripts = settings.results_dir / "scripts"
     for sub in ("scripts", "logs", "jobs"):
@@ -158,7 +161,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
         if sent.job_id:
             print(f"submitted job {sent.job_id}: {target.label()}", file=out, flush=True)
         else:
-            print(f"sbatch refused job {index} ({target.label()}): {sent.message}", file=out, flush=True)
+            print(f"sbatch refused job {index} ({target.label()}): {printable(sent.message)}", file=out, flush=True)
     return records
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from accelbench.cluster.manifest import (RESULT_PATTERN, STATUS_PATTERN, STDERR_PATTERN,
-                                         STDOUT_PATTERN, JobRecord, load_manifest, record_states)
+                                         STDOUT_PATTERN, JobRecord, OutsideResults, load_manifest,
+                                         record_states)
 from accelbench.cluster.slurm import Runner, query, run_command
 from accelbench.cluster.states import (REJECTED, UNKNOWN, JobState, state_from_log,
                                        state_from_status)
@@ -42,6 +43,8 @@ class JobOutcome:
 
 
 def tail_lines(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    if not path.is_file():  # absent, or a FIFO or device planted in the folder: never block on it
+        return []
     try:
         with open(path, "rb") as handle:
             handle.seek(0, 2)
@@ -54,6 +57,8 @@ def tail_lines(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _read_status(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -99,7 +104,7 @@ def _import(outcome: JobOutcome, results_dir: Path, store) -> None:
 
     record = outcome.record
     path = record.path(results_dir, RESULT_PATTERN)
-    if not path.exists():
+    if not path.is_file():
         if outcome.state.category != "active":
             outcome.problem = f"no results file {path}"
         return
@@ -129,11 +134,15 @@ def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobSta
     if record.job_id is None:
         state = JobState("", REJECTED, "sbatch", reason=record.rejected or "refused by sbatch")
         return JobOutcome(record, state, problem=state.reason)
-    state = known.get(record.job_id) or state_from_files(record, results_dir, slurm_asked)
-    outcome = JobOutcome(record, state)
-    _import(outcome, results_dir, store)
-    if outcome.status == "failed":
-        outcome.log_tail = _log_tail(record, results_dir)
+    try:
+        state = known.get(record.job_id) or state_from_files(record, results_dir, slurm_asked)
+        outcome = JobOutcome(record, state)
+        _import(outcome, results_dir, store)
+        if outcome.status == "failed":
+            outcome.log_tail = _log_tail(record, results_dir)
+    except OutsideResults as exc:  # one planted symlink costs that job, not the whole gather
+        state = known.get(record.job_id) or JobState(record.job_id, UNKNOWN, "files", reason=str(exc))
+        return JobOutcome(record, state, problem=f"refused: {exc}")
     return outcome
 
 

@@ -16,6 +16,7 @@ Layout of a results folder (the job id fills in J):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,28 @@ STDOUT_PATTERN = "logs/{job_id}.out"
 STDERR_PATTERN = "logs/{job_id}.err"
 RESULT_PATTERN = "jobs/{job_id}.json"
 STATUS_PATTERN = "jobs/{job_id}.status.json"
+# a Slurm job id: digits, or digits_digits for one task of a job array; it names files, so nothing else
+JOB_ID = re.compile(r"[0-9]+(_[0-9]+)?")
+
+
+class OutsideResults(UsageError):
+    """A job's file would be read from outside its results folder (a `..`, or a symlink leading out)."""
+
+
+def check_job_id(job_id: object, where: str) -> str:
+    text = str(job_id)
+    if not JOB_ID.fullmatch(text):
+        raise UsageError(f"{where}: job id {text[:80]!r} is not a Slurm job id; accepted: digits, "
+                         f"optionally _ and an array index (e.g. 1234 or 1234_5)")
+    return text
+
+
+def inside(results_dir: Path, path: Path) -> Path:
+    """`path` when it (symlinks followed) lies inside `results_dir`, else OutsideResults."""
+    folder, target = Path(results_dir).resolve(), Path(path).resolve()
+    if target != folder and folder not in target.parents:
+        raise OutsideResults(f"{path} leads outside the results folder {folder} (to {target}): not read")
+    return path
 
 
 @dataclass(frozen=True)
@@ -58,7 +81,9 @@ class JobRecord:
     last_state: dict[str, str] = field(default_factory=dict)  # last JobState seen, for after Slurm forgets
 
     def path(self, results_dir: Path, pattern: str) -> Path:
-        return Path(results_dir) / pattern.format(job_id=self.job_id)
+        """A file of this job in the results folder; refused (UsageError) anywhere else."""
+        job_id = check_job_id(self.job_id, f"job #{self.index} of submission {self.submission}")
+        return inside(results_dir, Path(results_dir) / pattern.format(job_id=job_id))
 
     @property
     def key(self) -> tuple[str, int]:
@@ -72,8 +97,10 @@ class JobRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> "JobRecord":
+        job_id = data.get("job_id") if isinstance(data, Mapping) else None
+        if job_id is not None:  # before any path is built from it
+            check_job_id(job_id, f"{where}.job_id")
         try:
-            job_id = data.get("job_id")
             return cls(submission=str(data["submission"]), index=int(data["index"]),
                        target=Target.from_dict(dict(data.get("target") or {})),
                        script=str(data.get("script", "")), submitted_at=str(data.get("submitted_at", "")),

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.cluster.manifest import RESULT_PATTERN, STATUS_PATTERN, STDERR_PATTERN, STDOUT_PATTERN
+from accelbench.cluster.sbatch_values import (CONTROL, check_directive, check_no_control, check_node_name,
+                                              check_option, check_path)
 from accelbench.cluster.targets import Target
 
 JOB_NAME = "accelbench"
@@ -40,8 +42,35 @@ def _slurm_path(results_dir: Path, pattern: str) -> str:
     return str(results_dir / pattern.format(job_id="%j"))
 
 
+def check_settings(settings: JobSettings) -> JobSettings:
+    """Every value of `settings` that reaches the script, checked (UsageError naming the option)."""
+    check_path("--results-dir", settings.results_dir)
+    check_path("the current directory (sbatch --chdir)", settings.workdir,
+               advice="; run `accelbench submit` from another folder")
+    check_option("--time", settings.time)
+    check_option("--account", settings.account)
+    check_option("--qos", settings.qos)
+    for option in settings.extra_sbatch:
+        check_option("--sbatch-arg", option)
+    check_no_control("--python", settings.python)
+    for argument in settings.run_args:
+        check_no_control("the `accelbench run` argument", argument)
+    return settings
+
+
+def check_target(target: Target) -> Target:
+    check_option("--partition", target.partition)
+    if target.node:
+        check_node_name(target.node)
+    check_option("--gres", target.gres)
+    check_option("--constraint", target.constraint)
+    return target
+
+
 def sbatch_directives(settings: JobSettings, target: Target) -> list[str]:
     """The sbatch options of one job, in the order they appear as #SBATCH lines."""
+    check_settings(settings)
+    check_target(target)
     options = [f"--job-name={JOB_NAME}",
                f"--output={_slurm_path(settings.results_dir, STDOUT_PATTERN)}",
                f"--error={_slurm_path(settings.results_dir, STDERR_PATTERN)}",
@@ -53,7 +82,7 @@ def sbatch_directives(settings: JobSettings, target: Target) -> list[str]:
                         ("account", settings.account), ("qos", settings.qos)):
         if value not in (None, ""):
             options.append(f"--{name}={value}")
-    return options + list(settings.extra_sbatch)
+    return [check_directive(option) for option in options + list(settings.extra_sbatch)]
 
 
 def _job_file(pattern: str) -> str:
@@ -67,7 +96,7 @@ def render_script(settings: JobSettings, target: Target, note: str) -> str:
     run = " ".join(shlex.quote(a) for a in settings.run_args)
     lines = ["#!/bin/bash"] + [f"#SBATCH {option}" for option in sbatch_directives(settings, target)]
     lines += [
-        f"# {note}",
+        f"# {CONTROL.sub('?', note)}",
         "# written by `accelbench submit`: one benchmark run on one node, exported for `accelbench gather`",
         "set -u",
         'db="${TMPDIR:-/tmp}/accelbench-job-$SLURM_JOB_ID.sqlite"  # job-local: no SQLite over NFS',

@@ -5,7 +5,6 @@ The summary line is printed last, on its own, so it is what a CI log shows at th
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from accelbench.compare.ceilings import BANDWIDTH, run_best_rates
@@ -13,6 +12,7 @@ from accelbench.compare.compare import Comparison, spec_label
 from accelbench.compare.reference import UserFigure, datasheet_shares, place_run
 from accelbench.compare.sources import RunData
 from accelbench.devices import datasheets
+from accelbench.terminal import literal as escape
 from accelbench.units import format_seconds, format_si
 
 _STYLE = {"faster": "green", "slower": "red", "inconclusive": "yellow", "excluded": "dim"}
@@ -118,7 +118,8 @@ def _render_datasheet_shares(run: RunData, console: Console) -> None:
         console.print("No verified matmul or stream result in this run: nothing to set against datasheet peaks.")
         return
     table = _table("[bold]Your best rates as a share of datasheet peaks[/] (per device)",
-                   [("datasheet device", "left")] + [(f"{r.what} on {r.device}\n{format_si(r.rate, r.unit)}", "right")
+                   [("datasheet device", "left")] + [(f"{escape(r.what)} on {escape(r.device)}\n"
+                                                      f"{format_si(r.rate, r.unit)}", "right")
                                                     for r in rates])
     shares = [{s.row.key: s for s in datasheet_shares(r)} for r in rates]
     for row in datasheets.rows():
