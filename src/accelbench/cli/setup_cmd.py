@@ -13,12 +13,14 @@ CANCELLED = 1
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--device", metavar="IDS",
+    from accelbench.cli import validate
+
+    parser.add_argument("--device", metavar="IDS", type=validate.DEVICES,
                         help="comma-separated device ids to save as the default (as `accelbench info` lists "
                              "them), or 'all'")
     parser.add_argument("--yes", "-y", action="store_true", help="save without asking for confirmation")
     parser.add_argument("--show", action="store_true", help="print the current default and where it comes from")
-    parser.add_argument("--settings", metavar="PATH", help="settings file to use (default: the user config dir)")
+    parser.add_argument("--settings", metavar="PATH", type=validate.path("the settings file"), help="settings file to use (default: the user config dir)")
 
 
 def run(args) -> int:
