@@ -53,6 +53,13 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:  # `--help`, a table or a JSON document written into a closed pipe
+        return _reader_went_away()
+
+
+def _dispatch(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)  # the options' type= checks live in cli/validate.py
@@ -70,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"accelbench {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _reader_went_away()
 
 
 def _reader_went_away() -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import re
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError

@@ -21,7 +21,7 @@ from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip, Spec
 from accelbench.store.opening import ACCEPTED as _ACCEPTED
-from accelbench.store.opening import NoDatabaseError, open_database
+from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
 from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
                                      measurement_from_row, result_row, skip_row, spec_from_row)

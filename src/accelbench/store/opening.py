@@ -23,6 +23,7 @@ from accelbench.store.schema import CURRENT_VERSION, SchemaError, migrate, read_
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_MODE = 2  # header bytes 18 and 19 (file format write/read version): 1 rollback journal, 2 WAL
+_V1_TABLES = {"schema_version", "runs", "machines", "results", "skips"}  # every accelbench database
 ACCEPTED = (f"accepted: an accelbench results database (SQLite), or a new file in a writable "
             f"directory; choose another path or set {ENV_VAR}")
 
@@ -172,7 +173,12 @@ def _read_version_read_only(path: Path, wal: bool) -> int:
     conn = None
     try:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?{query}", uri=True)
-        return read_version(conn)
+        version = read_version(conn)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version and not _V1_TABLES <= tables:  # another program's own schema_version table
+            raise SchemaError(f"it is an SQLite database of something else (it has a schema_version "
+                              f"table but not accelbench's {', '.join(sorted(_V1_TABLES - tables))})")
+        return version
     except sqlite3.DatabaseError as exc:
         hint = " (damaged: restore it from a backup or an export file)" if (
             "malformed" in str(exc) or "not a database" in str(exc)) else ""
