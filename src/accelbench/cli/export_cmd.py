@@ -10,7 +10,7 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("runs", nargs="*", default=["latest"], metavar="RUN",
                         help="run ids, unique id prefixes, latest or latest~N (default: latest)")
-    parser.add_argument("-o", "--output", metavar="FILE", type=validate.path("the JSON file to write"),
+    parser.add_argument("-o", "--output", metavar="FILE", type=validate.output_file("the JSON document"),
                         help="write here, replacing a file of that name (default: standard output)")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
 

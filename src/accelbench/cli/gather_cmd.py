@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
                         type=validate.path("the results folder"),
                         help=f"the folder given to `accelbench submit --results-dir` (default ./{DEFAULT_RESULTS_DIR})")
-    parser.add_argument("--submission", metavar="ID",
+    parser.add_argument("--submission", metavar="ID", type=validate.nonempty("a submission id, or latest"),
                         help="only this submission's jobs (`latest` for the last one); default: every job")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database to import into")
     parser.add_argument("--wait", action="store_true", help="first wait for the jobs still queued or running")

@@ -73,6 +73,16 @@ def percent(*, above: float, up_to: float, closed_below: bool = False) -> Callab
     return _named(check, "percentage")
 
 
+def nonempty(what: str) -> Callable[[str], str]:
+    """Free text checked later (a run reference, a submission id), but never empty: an empty
+    value would otherwise read as 'not given' and quietly mean the default."""
+    def check(text: str) -> str:
+        if not text.strip() or "\x00" in text:
+            raise _refused(text, what)
+        return text
+    return _named(check, "text")
+
+
 def path(what: str) -> Callable[[str], str]:
     """A non-empty path the operating system can take (no NUL byte)."""
     accepted = f"a non-empty path to {what}"
@@ -82,6 +92,31 @@ def path(what: str) -> Callable[[str], str]:
             raise _refused(text, accepted)
         return text
     return _named(check, "path")
+
+
+def output_file(what: str) -> Callable[[str], str]:
+    """A file to write whole: a new path, or an existing regular file (replaced). A folder, a
+    device (/dev/full), a FIFO or a symbolic link would be replaced by the rename, so is refused."""
+    as_path = path(what)
+
+    def check(text: str) -> str:
+        import os
+        import stat
+
+        as_path(text)
+        try:
+            mode = os.lstat(os.path.expanduser(text)).st_mode
+        except FileNotFoundError:
+            return text
+        except OSError as exc:
+            raise _refused(text, f"a new or regular file for {what} ({exc.strerror})") from None
+        if not stat.S_ISREG(mode):
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+                    else "not a regular file")
+            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: it is {kind}; accepted: a new "
+                                             f"file or an existing regular file for {what} (replaced)")
+        return text
+    return _named(check, "file")
 
 
 def folder(what: str) -> Callable[[str], str]:
