@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="*", metavar="RUN",
                         help="baseline A then candidate B: run id, unique prefix, latest, latest~N, or an "
                              "exported FILE.json[#RUN] (default: latest~1 latest)")
-    parser.add_argument("--reference", metavar="RUN", type=validate.nonempty("a run id, unique prefix, latest, latest~N or FILE.json[#RUN]"),
+    parser.add_argument("--reference", metavar="RUN",
+                        type=validate.nonempty("a run id, unique prefix, latest, latest~N or FILE.json[#RUN]"),
                         help="instead: place RUN among the seeds' published figures and datasheet peaks")
     parser.add_argument("--fail-if-slower", type=validate.percent(above=0, up_to=1e6, closed_below=True),
                         metavar="PCT",
