@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
                         default=DEFAULT_INTERVAL_S, metavar="S",
                         help=f"seconds between readings (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--once", action="store_true", help="take one reading (after one interval) and exit")
-    parser.add_argument("--duration", type=validate.seconds(validate.SECONDS_PER_YEAR), metavar="S", help="stop after S seconds and print the summary")
+    parser.add_argument("--duration", type=validate.seconds(validate.SECONDS_PER_YEAR), metavar="S",
+                        help="stop after S seconds and print the summary")
     parser.add_argument("--device", metavar="IDS", type=validate.DEVICES,
                         help="comma-separated device ids to watch, as `accelbench info` lists them (default: all)")
     output = parser.add_mutually_exclusive_group()

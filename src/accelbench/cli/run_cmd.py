@@ -55,7 +55,8 @@ def run(args) -> int:
     selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
     with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
-        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=DEFAULT_SEED if args.seed is None else args.seed,
+        seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
+        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
                            telemetry=not args.no_telemetry)
     if args.json:
