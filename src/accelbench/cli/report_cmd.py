@@ -33,6 +33,15 @@ def _require_matplotlib() -> None:
 
 
 def run(args) -> int:
+    try:
+        return _write_report(args)
+    except OSError as exc:  # a read-only or full filesystem under -o: one line, not a traceback
+        raise UsageError(f"-o {args.output}: cannot write {exc.filename or args.output}: "
+                         f"{exc.strerror or exc}; accepted: a folder where this user may write, "
+                         f"on a filesystem with room") from None
+
+
+def _write_report(args) -> int:
     from accelbench.report.build import build_report
     from accelbench.store.db import Store
 
@@ -40,13 +49,7 @@ def run(args) -> int:
     with Store(args.db, create=False) as store:
         if not store.runs(limit=1):
             raise UsageError(f"no runs are stored in {store.path} yet: try `accelbench run` first")
-        try:
-            files = build_report(store, list(args.runs), args.output)
-        except OSError as exc:  # a read-only or full filesystem: one line, not a traceback
-            where = exc.filename or args.output
-            raise UsageError(f"-o {args.output}: cannot write {where}: {exc.strerror or exc}; "
-                             f"accepted: a folder where this user may write, on a filesystem "
-                             f"with room") from None
+        files = build_report(store, list(args.runs), args.output)
     print(f"report for run(s) {', '.join(files.run_ids)}: {files.html_path}")
     for path in files.png_paths:
         print(f"  figure: {path}")
