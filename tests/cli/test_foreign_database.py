@@ -253,3 +253,28 @@ def test_a_new_database_appears_whole_or_not_at_all(tmp_path):
         assert store.schema_version == schema.CURRENT_VERSION and store.journal_mode == "wal"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.sqlite"]
     assert _versions(path) == list(range(1, schema.CURRENT_VERSION + 1))
+
+
+# -- writing the report where it cannot be written -----------------------------------------------
+
+
+@pytest.fixture
+def v1_upgraded(tmp_path) -> Path:
+    db = Path(shutil.copy(V1, tmp_path / "results.db"))
+    Store(db, notify=lambda _: None).close()
+    return db
+
+
+def test_report_into_a_location_that_cannot_hold_a_folder_is_one_line(v1_upgraded, capsys):
+    assert main(["report", "-o", "/proc/accelbench-report", "--db", str(v1_upgraded)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("accelbench report: error: -o /proc/accelbench-report: cannot write")
+
+
+def test_report_on_a_full_filesystem_is_one_line(v1_upgraded, tmp_path):
+    # 40 KiB: room for SQLite's 32 KiB -shm and the PNG figures (~22 KB), not for report.html (~65 KB)
+    done = _with_file_size_limit(["report", "-o", str(tmp_path / "out"), "--db", str(v1_upgraded)],
+                                 limit_kib=40)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"accelbench report: error: -o {tmp_path / 'out'}")
+    assert "File too large" in done.stderr
