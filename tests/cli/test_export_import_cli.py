@@ -28,5 +28,6 @@ def test_import_rejects_a_bad_document_naming_the_field(tmp_path, capsys):
 
 
 def test_unknown_run_reference_exits_2(tmp_path, capsys):
+    Store(tmp_path / "e.sqlite").close()  # a database without that run (a missing one: test_hostile_db)
     assert main(["export", "nosuchrun", "--db", str(tmp_path / "e.sqlite")]) == 2
     assert "nosuchrun" in capsys.readouterr().err

@@ -17,19 +17,23 @@ DEFAULT_PAIR = ("latest~1", "latest")
 
 
 def add_arguments(parser) -> None:
+    from accelbench.cli import validate
+
     parser.add_argument("runs", nargs="*", metavar="RUN",
                         help="baseline A then candidate B: run id, unique prefix, latest, latest~N, or an "
                              "exported FILE.json[#RUN] (default: latest~1 latest)")
     parser.add_argument("--reference", metavar="RUN",
+                        type=validate.nonempty("a run id, unique prefix, latest, latest~N or FILE.json[#RUN]"),
                         help="instead: place RUN among the seeds' published figures and datasheet peaks")
-    parser.add_argument("--fail-if-slower", type=float, metavar="PCT",
+    parser.add_argument("--fail-if-slower", type=validate.percent(above=0, up_to=1e6, closed_below=True),
+                        metavar="PCT",
                         help="exit 1 when a spec is significantly slower in B by more than PCT percent "
                              "(point estimate of the ratio of medians), for CI")
-    parser.add_argument("--same-within", type=float, default=10.0, metavar="PCT",
+    parser.add_argument("--same-within", type=validate.percent(above=0, up_to=100), default=10.0, metavar="PCT",
                         help="call a spec 'same' only when the 95%% interval of its speed-up lies within "
                              "±PCT%% of 1, and faster/slower only beyond it (default 10, as asv)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database (default: $ACCELBENCH_DB or the user data dir)")
 
 
 def _check_options(args) -> None:
@@ -45,9 +49,12 @@ def _check_options(args) -> None:
 
 
 def load_ref(ref: str, db: str | None):
-    from accelbench.compare.sources import load_run
+    from accelbench.compare.sources import load_run, looks_like_file
+    from accelbench.store.db import Store
 
     try:
+        if not looks_like_file(ref):
+            Store(db, create=False).close()  # reading only: a missing database is not created
         return load_run(ref, db)
     except UsageError as exc:  # every message names the bad reference, whatever layer raised it
         message = str(exc)

@@ -17,17 +17,19 @@ EXIT_FAILED, EXIT_STILL_RUNNING = 1, 3
 
 
 def add_arguments(parser) -> None:
+    from accelbench.cli import validate
     from accelbench.cli.submit_cmd import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
 
     parser.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
+                        type=validate.path("the results folder"),
                         help=f"the folder given to `accelbench submit --results-dir` (default ./{DEFAULT_RESULTS_DIR})")
-    parser.add_argument("--submission", metavar="ID",
+    parser.add_argument("--submission", metavar="ID", type=validate.nonempty("a submission id, or latest"),
                         help="only this submission's jobs (`latest` for the last one); default: every job")
-    parser.add_argument("--db", metavar="PATH", help="results database to import into")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database to import into")
     parser.add_argument("--wait", action="store_true", help="first wait for the jobs still queued or running")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
+    parser.add_argument("--timeout", type=validate.WAIT_TIMEOUT, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
                         help=f"stop waiting after this long (default {DEFAULT_WAIT_TIMEOUT_S:.0f})")
-    parser.add_argument("--poll", type=float, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
+    parser.add_argument("--poll", type=validate.POLL, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
 
 
 def run(args) -> int:

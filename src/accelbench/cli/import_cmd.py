@@ -3,10 +3,12 @@ from __future__ import annotations
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="documents written by `accelbench export`")
+    from accelbench.cli import validate
+
+    parser.add_argument("files", nargs="+", metavar="FILE", type=validate.path("an exported JSON file"), help="documents written by `accelbench export`")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE",
                         help="tag every imported run (repeatable), e.g. --tag node=gpu01")
-    parser.add_argument("--db", metavar="PATH", help="results database")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
 
 
 def parse_tags(items: list[str]) -> dict[str, str]:

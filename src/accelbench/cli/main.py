@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from accelbench._version import __version__
@@ -27,11 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse exits 2 on bad options; this keeps its message naming the option."""
+    """argparse exits 2 on bad options; this makes it one line naming the command and the option."""
 
     def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"accelbench: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
 
 
 def build_parser() -> ArgumentParser:
@@ -53,8 +53,18 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:  # `--help`, a table or a JSON document written into a closed pipe
+        return _reader_went_away()
+
+
+def _dispatch(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)  # the options' type= checks live in cli/validate.py
+    except SystemExit as exc:  # a bad value (2), --help or --version (0): a status, as documented
+        return exc.code if isinstance(exc.code, int) else 2
     if not args.command:
         parser.print_help()
         return 2
@@ -69,6 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"accelbench {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """`accelbench export | head`: the reader closed the pipe; stop quietly, as Unix tools do."""
+    try:  # later writes (and the flush at exit) go nowhere instead of raising again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (captured by a test)
+        pass
+    return 128 + 13  # 141: what a shell reports for a tool stopped by SIGPIPE
 
 
 def entry_point() -> None:

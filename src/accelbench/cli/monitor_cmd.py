@@ -20,11 +20,16 @@ DEFAULT_INTERVAL_S = 1.0
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
+    from accelbench.cli import validate
+
+    parser.add_argument("--interval", type=validate.seconds(validate.SECONDS_PER_DAY),
+                        default=DEFAULT_INTERVAL_S, metavar="S",
                         help=f"seconds between readings (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--once", action="store_true", help="take one reading (after one interval) and exit")
-    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds and print the summary")
-    parser.add_argument("--device", metavar="IDS", help="comma-separated device ids to watch (default: all)")
+    parser.add_argument("--duration", type=validate.seconds(validate.SECONDS_PER_YEAR), metavar="S",
+                        help="stop after S seconds and print the summary")
+    parser.add_argument("--device", metavar="IDS", type=validate.DEVICES,
+                        help="comma-separated device ids to watch, as `accelbench info` lists them (default: all)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="one JSON object per line, flushed every interval")
     output.add_argument("--csv", action="store_true", help="CSV, one row per device per interval (summary on stderr)")
@@ -39,7 +44,9 @@ def run(args) -> int:
         raise UsageError(f"--interval must be > 0 seconds, got {args.interval:g}")
     if args.duration is not None and not args.duration > 0:
         raise UsageError(f"--duration must be > 0 seconds, got {args.duration:g}")
-    sampler = TelemetrySampler(parse_device_list(args.device), args.interval).open()
+    devices = parse_device_list(args.device)
+    _check_known(devices)
+    sampler = TelemetrySampler(devices, args.interval).open()
     output = _output(args, sampler)
     try:
         with sampler.window() as window:
@@ -54,6 +61,20 @@ def run(args) -> int:
         print("accelbench monitor: no device asked for has telemetry here (see the reasons above)", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_known(devices: list[str] | None) -> None:
+    """An id this machine does not have is a typo: name it and the ids there are (exit 2)."""
+    if not devices:
+        return
+    from accelbench.devices.inventory import collect_inventory
+    from accelbench.errors import UsageError
+
+    known = [device.id for device in collect_inventory(measured=False).devices]
+    unknown = [d for d in devices if d not in known]
+    if unknown:
+        raise UsageError(f"--device: unknown device {', '.join(map(repr, unknown))}; accepted: "
+                         f"{', '.join(known) or 'none found'} (as `accelbench info` lists them), or all")
 
 
 def _loop(args, sampler, output) -> bool:

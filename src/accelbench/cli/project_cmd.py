@@ -9,6 +9,8 @@ import sys
 
 
 def add_arguments(parser) -> None:
+    from accelbench.cli import validate
+
     parser.add_argument("run", nargs="?", default="latest", metavar="RUN",
                         help="run id, unique prefix, latest, latest~N, or an exported FILE.json[#RUN] "
                              "(default: latest)")
@@ -16,7 +18,7 @@ def add_arguments(parser) -> None:
                         help="target device from the datasheet table: h100, h200, a100, v100, k40, "
                              "rtx-4090, mi300x, ... (a wrong name lists them all)")
     parser.add_argument("--json", action="store_true", help="print the projection as JSON")
-    parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database (default: $ACCELBENCH_DB or the user data dir)")
 
 
 def run(args) -> int:

@@ -10,11 +10,15 @@ DEFAULT_OUTPUT = "accelbench-report"
 
 
 def add_arguments(parser) -> None:
+    from accelbench.cli import validate
+
     parser.add_argument("runs", nargs="*", default=["latest"], metavar="RUN",
                         help="run ids, unique id prefixes, latest or latest~N (default: latest)")
     parser.add_argument("-o", "--output", metavar="DIR", default=DEFAULT_OUTPUT,
-                        help=f"folder for report.html and the PNG figures (default: ./{DEFAULT_OUTPUT}/)")
-    parser.add_argument("--db", metavar="PATH", help="results database")
+                        type=validate.folder("report.html and the PNG figures"),
+                        help=f"folder for report.html and the PNG figures, new or existing (files of "
+                             f"those names are replaced; default: ./{DEFAULT_OUTPUT}/)")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
 
 
 def has_matplotlib() -> bool:
@@ -29,11 +33,20 @@ def _require_matplotlib() -> None:
 
 
 def run(args) -> int:
+    try:
+        return _write_report(args)
+    except OSError as exc:  # a read-only or full filesystem under -o: one line, not a traceback
+        raise UsageError(f"-o {args.output}: cannot write {exc.filename or args.output}: "
+                         f"{exc.strerror or exc}; accepted: a folder where this user may write, "
+                         f"on a filesystem with room") from None
+
+
+def _write_report(args) -> int:
     from accelbench.report.build import build_report
     from accelbench.store.db import Store
 
     _require_matplotlib()
-    with Store(args.db) as store:
+    with Store(args.db, create=False) as store:
         if not store.runs(limit=1):
             raise UsageError(f"no runs are stored in {store.path} yet: try `accelbench run` first")
         files = build_report(store, list(args.runs), args.output)

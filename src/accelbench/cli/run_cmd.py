@@ -10,19 +10,22 @@ RIGOR_NAMES = ("quick", "standard", "rigorous")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+    from accelbench.cli import validate
+
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workload,
                         help="workloads to run (default: the quick suite; `accelbench list` shows them)")
-    parser.add_argument("--sizes", help="comma-separated sizes (matmul: orders; stream: elements; transfer: bytes, e.g. 1M,64M)")
-    parser.add_argument("--dtype", help=f"comma-separated dtypes ({', '.join(DTYPES)})")
-    parser.add_argument("--device", help="comma-separated device ids, as `accelbench info` shows them (cpu, cuda:0, opencl:0:0)")
-    parser.add_argument("--backend", help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
+    parser.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes (matmul: orders; stream: elements; transfer: bytes, e.g. 1M,64M)")
+    parser.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")
+    parser.add_argument("--device", type=validate.DEVICES, help="comma-separated device ids, as `accelbench info` shows them (cpu, cuda:0, opencl:0:0)")
+    parser.add_argument("--backend", type=validate.BACKENDS, help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
     parser.add_argument("--rigor", choices=RIGOR_NAMES,
                         help="quick (±5%%, short budget), standard (±2%%), rigorous (±1%%); "
                              "default: quick for the quick suite, standard when workloads are named")
     parser.add_argument("--quick", action="store_true",
                         help="use the workloads' small quick grids (implied by --rigor quick)")
-    parser.add_argument("--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or the user data dir)")
-    parser.add_argument("--seed", type=int, default=None, help="seed for the random inputs (recorded with the run)")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database (default: $ACCELBENCH_DB or the user data dir)")
+    parser.add_argument("--seed", type=validate.SEED, default=None,
+                        help=f"seed for the random inputs, 0 to {validate.MAX_SEED} (recorded with the run)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
@@ -52,7 +55,8 @@ def run(args) -> int:
     selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
     with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
-        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=args.seed or DEFAULT_SEED,
+        seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
+        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
                            telemetry=not args.no_telemetry)
     if args.json:

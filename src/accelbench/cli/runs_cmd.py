@@ -6,19 +6,28 @@ import sys
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--limit", type=int, default=20, help="how many (default 20)")
-    parser.add_argument("--db", metavar="PATH", help="results database")
+    from accelbench.cli import validate
+
+    parser.add_argument("--limit", type=validate.whole_number(1, validate.MAX_COUNT), default=20,
+                        help="how many, newest first (default 20)")
+    parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
     parser.add_argument("--json", action="store_true", help="print as JSON")
 
 
 def run(args) -> int:
     from dataclasses import asdict
 
-    from accelbench.store.db import Store
+    from accelbench.store.db import NoDatabaseError, Store
 
-    with Store(args.db) as store:
-        runs = store.runs(limit=args.limit)
-        path = store.path
+    try:
+        with Store(args.db, create=False) as store:
+            runs = store.runs(limit=args.limit)
+            path = store.path
+    except NoDatabaseError as exc:  # nothing stored yet: say so, and create nothing
+        print(f"accelbench runs: {exc}", file=sys.stderr)
+        if args.json:
+            print("[]")
+        return 0
     if args.json:
         json.dump([asdict(r) for r in runs], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -13,12 +13,14 @@ CANCELLED = 1
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--device", metavar="IDS",
+    from accelbench.cli import validate
+
+    parser.add_argument("--device", metavar="IDS", type=validate.DEVICES,
                         help="comma-separated device ids to save as the default (as `accelbench info` lists "
                              "them), or 'all'")
     parser.add_argument("--yes", "-y", action="store_true", help="save without asking for confirmation")
     parser.add_argument("--show", action="store_true", help="print the current default and where it comes from")
-    parser.add_argument("--settings", metavar="PATH", help="settings file to use (default: the user config dir)")
+    parser.add_argument("--settings", metavar="PATH", type=validate.output_file("the settings file"), help="settings file to use (default: the user config dir)")
 
 
 def run(args) -> int:
@@ -48,7 +50,12 @@ def run(args) -> int:
     if not args.yes and not _confirm(f"Save settings to {path}? (y,n)[y]:"):
         print("\nsetup cancelled: settings unchanged")
         return CANCELLED
-    saved = settings.save_default_devices(chosen, path)
+    try:
+        saved = settings.save_default_devices(chosen, path)
+    except OSError as exc:  # a read-only or full location: one line naming it, not a traceback
+        from accelbench.errors import UsageError
+        raise UsageError(f"--settings {path}: cannot write {exc.filename or path}: {exc.strerror or exc}; "
+                         f"accepted: a file where this user may write, on a filesystem with room") from None
     print(f"Saved to {saved}")
     if os.environ.get(settings.DEVICE_ENV_VAR, "").strip():
         print(f"Note: {settings.DEVICE_ENV_VAR}={os.environ[settings.DEVICE_ENV_VAR]} is set in this shell and "

@@ -16,22 +16,25 @@ DEFAULT_WAIT_TIMEOUT_S = 3600.0
 
 def add_arguments(parser) -> None:
     from accelbench.backends.base import DTYPES
+    from accelbench.cli import validate
     from accelbench.cli.run_cmd import RIGOR_NAMES
 
     sel = parser.add_argument_group("what each job runs (the options of `accelbench run`)")
-    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="workloads (default: the quick suite)")
-    sel.add_argument("--sizes", help="comma-separated sizes, as for `accelbench run`")
-    sel.add_argument("--dtype", help=f"comma-separated dtypes ({', '.join(DTYPES)})")
-    sel.add_argument("--device", help="comma-separated device ids, as the nodes' `accelbench info` shows them")
-    sel.add_argument("--backend", help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
+    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workload, help="workloads (default: the quick suite)")
+    sel.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes, as for `accelbench run`")
+    sel.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")
+    sel.add_argument("--device", type=validate.DEVICES, help="comma-separated device ids, as the nodes' `accelbench info` shows them")
+    sel.add_argument("--backend", type=validate.BACKENDS, help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
     sel.add_argument("--rigor", choices=RIGOR_NAMES, help="as for `accelbench run`")
     sel.add_argument("--quick", action="store_true", help="use the workloads' small quick grids")
-    sel.add_argument("--seed", type=int, help="seed for the random inputs")
+    sel.add_argument("--seed", type=validate.SEED, help=f"seed for the random inputs, 0 to {validate.MAX_SEED}")
     add_slurm_arguments(parser)
     add_wait_arguments(parser)
 
 
 def add_slurm_arguments(parser) -> None:
+    from accelbench.cli import validate
+
     slurm = parser.add_argument_group("where the jobs run (Slurm)")
     slurm.add_argument("--partition", help="comma-separated partitions: one job per partition (see --jobs-per)")
     slurm.add_argument("--nodelist", help="comma-separated nodes or a hostlist (gpu[01-04]): one job per node")
@@ -42,11 +45,11 @@ def add_slurm_arguments(parser) -> None:
     slurm.add_argument("--jobs-per", metavar="DIMS",
                        help="which lists become separate jobs: comma-separated from partition, gres, "
                             "constraint (default: all; nodes are always one job each)")
-    slurm.add_argument("--repeat", type=int, default=1, metavar="N", help="N jobs per target (default 1)")
-    slurm.add_argument("--max-jobs", type=int, default=64, metavar="N", help="refuse to submit more (default 64)")
+    slurm.add_argument("--repeat", type=validate.whole_number(1, validate.MAX_COUNT), default=1, metavar="N", help="N jobs per target (default 1)")
+    slurm.add_argument("--max-jobs", type=validate.whole_number(1, validate.MAX_COUNT), default=64, metavar="N", help="refuse to submit more (default 64)")
     slurm.add_argument("--exclusive", action="store_true", help="no other job on the node while it measures")
     slurm.add_argument("--time", metavar="LIMIT", help="time limit per job, e.g. 00:30:00 (sbatch --time)")
-    slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs for the job (sbatch --cpus-per-task)")
+    slurm.add_argument("--cpus-per-task", type=validate.whole_number(1, validate.MAX_COUNT), metavar="N", help="CPUs for the job (sbatch --cpus-per-task)")
     slurm.add_argument("--account", help="sbatch --account")
     slurm.add_argument("--qos", help="sbatch --qos")
     slurm.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
@@ -59,12 +62,14 @@ def add_slurm_arguments(parser) -> None:
 
 
 def add_wait_arguments(parser) -> None:
+    from accelbench.cli import validate
+
     wait = parser.add_argument_group("waiting and gathering")
     wait.add_argument("--wait", action="store_true", help="wait for the jobs, then gather their results")
-    wait.add_argument("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
+    wait.add_argument("--timeout", type=validate.WAIT_TIMEOUT, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
                       help=f"stop waiting after this long (default {DEFAULT_WAIT_TIMEOUT_S:.0f})")
-    wait.add_argument("--poll", type=float, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
-    wait.add_argument("--db", metavar="PATH", help="local results database to gather into")
+    wait.add_argument("--poll", type=validate.POLL, default=5.0, metavar="SECONDS", help="seconds between queries (default 5)")
+    wait.add_argument("--db", metavar="PATH", type=validate.DB, help="local results database to gather into")
 
 
 def run_arguments(args) -> list[str]:

@@ -8,14 +8,19 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
 from accelbench.workloads.registry import QUICK_SUITE, WORKLOADS, get_workload
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+# 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
+_SIZE = re.compile(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
 _FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+MAX_SIZE = 2**50  # far beyond any memory: larger is a typo, and would overflow the int64 shapes
+_SIZES_ACCEPTED = ("accepted: comma-separated whole sizes from 1 to 2**50, optionally with a binary "
+                   "suffix (K, M, G, T, e.g. 64M or 1GiB)")
 MAX_HOST_FRACTION = 0.8  # refuse sizes whose inputs alone would not fit in most of the memory
 
 
@@ -36,18 +41,23 @@ class Plan:
 
 
 def parse_sizes(text: str | None) -> list[int] | None:
-    """'1000,2000' or '1MiB,64M' -> integers; a size <= 0 or unreadable is a usage error."""
-    if not text:
+    """'1000,2000' or '1MiB,64M' -> integers; None -> None (the workloads' grids).
+
+    Anything else that is not a list of whole sizes from 1 to MAX_SIZE, the empty text included,
+    is a usage error: an empty --sizes must not quietly mean the full default grid.
+    """
+    if text is None:
         return None
     sizes = []
     for part in text.split(","):
-        match = _SIZE.match(part)
+        match = _SIZE.fullmatch(part)
         if not match:
-            raise UsageError(f"--sizes: cannot read {part.strip()!r}; accepted: positive integers, "
-                             "optionally with a binary suffix (K, M, G, e.g. 64M or 1GiB)")
-        value = float(match.group(1)) * _FACTORS[(match.group(2) or "")[:1].lower()]
-        if value < 1 or value != int(value):
-            raise UsageError(f"--sizes: {part.strip()!r} is not a positive whole size")
+            where = f" in {text!r}" if part != text else ""
+            raise UsageError(f"--sizes: cannot read {part.strip()!r}{where}; {_SIZES_ACCEPTED}")
+        value = Decimal(match.group(1)) * _FACTORS[(match.group(2) or "").lower()]  # exact
+        if value < 1 or value != value.to_integral_value() or value > MAX_SIZE:
+            raise UsageError(f"--sizes: {part.strip()!r} is not a whole size from 1 to 2**50; "
+                             f"{_SIZES_ACCEPTED}")
         sizes.append(int(value))
     return sizes
 

@@ -20,14 +20,13 @@ from typing import Any
 from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip, Spec
-from accelbench.store.paths import ENV_VAR, resolve_db_path
-from accelbench.store.schema import (RUN_STATUSES, SchemaError, dumps, machine_from_row, machine_row,
-                                     measurement_from_row, migrate, result_row, skip_row,
-                                     spec_from_row)
+from accelbench.store.opening import ACCEPTED as _ACCEPTED
+from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
+from accelbench.store.paths import resolve_db_path
+from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
+                                     measurement_from_row, result_row, skip_row, spec_from_row)
 
 BUSY_TIMEOUT_S = 30.0  # another process writing the same file: wait for its lock, not fail
-_ACCEPTED = (f"accepted: an accelbench results database (SQLite), or a new file in a writable "
-             f"directory; choose another path or set {ENV_VAR}")
 
 
 @dataclass(frozen=True)
@@ -101,47 +100,20 @@ class Store:
     """The results history in one SQLite file.
 
     `Store(path)` opens (creating the file and its folder if needed) and migrates to the current
-    schema. Path resolution: explicit path > $ACCELBENCH_DB > the user data directory.
+    schema, after identifying the file read-only (store/opening.py): a file that is not an
+    accelbench database is refused and left unchanged; an older one is backed up first.
+    Path resolution: explicit path > $ACCELBENCH_DB > the user data directory.
     """
 
-    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                 create: bool = True, notify: Callable[[str], None] | None = None):
+        """`create=False` for reading only: no database at the path is a NoDatabaseError and
+        nothing is created. `notify` gets the one-line notice of an upgrade (default: stderr)."""
         self.path = resolve_db_path(path)
-        self._conn = self._open(busy_timeout_s)
-        try:
-            self.migrated_from, self.schema_version = migrate(self._conn)
-        except SchemaError as exc:
-            self._conn.close()
-            raise UsageError(f"cannot use {self.path} as a results database: {exc}; "
-                             f"{_ACCEPTED}") from None
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise UsageError(f"cannot use {self.path} as a results database: {exc} "
-                             f"(the file was left unchanged); {_ACCEPTED}") from None
-
-    def _open(self, busy_timeout_s: float) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
-            reason = f"{blocker} is a file, not a folder" if blocker else (exc.strerror or str(exc))
-            raise UsageError(f"cannot create the folder for results database {self.path}: "
-                             f"{reason}; {_ACCEPTED}") from None
-        conn = None
-        try:
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per write
-            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # not a database? fail here
-            conn.execute("PRAGMA foreign_keys = ON")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            # FULL: fsync each commit; a result costs seconds to measure, a sync milliseconds
-            conn.execute("PRAGMA synchronous = FULL")
-            self.journal_mode = str(mode).lower()
-            return conn
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            raise UsageError(f"cannot open results database {self.path}: {exc}; {_ACCEPTED}") from None
+        opened = open_database(self.path, create=create, busy_timeout_s=busy_timeout_s, notify=notify)
+        self._conn: sqlite3.Connection | None = opened.conn
+        self.migrated_from, self.schema_version = opened.migrated_from, opened.schema_version
+        self.journal_mode = opened.journal_mode
 
     # -- plumbing --------------------------------------------------------------------------
 
