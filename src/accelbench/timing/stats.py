@@ -21,7 +21,7 @@ _TAIL_SIGMAS = 8.0  # binomial mass further than this from the mean is negligibl
 
 
 def _sorted(samples: Sequence[float]) -> list[float]:
-    data = sorted(float(x) for x in samples)
+    data = sorted(map(float, samples))
     if not data:
         raise ValueError("no samples")
     return data
@@ -57,15 +57,22 @@ def iqr(samples: Sequence[float]) -> float:
 
 
 def mean(samples: Sequence[float]) -> float:
-    return math.fsum(_sorted(samples)) / len(samples)
+    return _mean(_sorted(samples))
 
 
 def stdev(samples: Sequence[float]) -> float:
     """Sample standard deviation (n - 1); 0.0 for a single sample."""
-    data = _sorted(samples)
+    return _stdev(_sorted(samples))
+
+
+def _mean(data: list[float]) -> float:
+    return math.fsum(data) / len(data)
+
+
+def _stdev(data: list[float]) -> float:
     if len(data) < 2:
         return 0.0
-    centre = math.fsum(data) / len(data)
+    centre = _mean(data)
     return math.sqrt(math.fsum((x - centre) ** 2 for x in data) / (len(data) - 1))
 
 
@@ -162,7 +169,7 @@ def summarize(samples: Sequence[float], confidence: float = CONFIDENCE) -> Summa
     q1_s, q3_s = quantile_presorted(data, 0.25), quantile_presorted(data, 0.75)
     low_s, high_s = median_ci_presorted(data, confidence)
     return Summary(
-        median_s=median_s, iqr_s=q3_s - q1_s, min_s=data[0], mean_s=mean(data), stdev_s=stdev(data),
+        median_s=median_s, iqr_s=q3_s - q1_s, min_s=data[0], mean_s=_mean(data), stdev_s=_stdev(data),
         ci_low_s=low_s, ci_high_s=high_s, n=len(data),
         rel_ci_halfwidth=relative_halfwidth(median_s, low_s, high_s),
         q1_s=q1_s, q3_s=q3_s, max_s=data[-1],
@@ -220,7 +227,7 @@ def _as_tuple(samples: Sequence[float]) -> tuple:
     return samples if isinstance(samples, tuple) else tuple(samples)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)  # a report asks again for the pairs it has just shown
 def _ratio_of_medians_ci(top_s: tuple, bottom_s: tuple, confidence: float, resamples: int,
                          seed: int) -> RatioCI:
     import numpy as np
@@ -242,8 +249,8 @@ def _bootstrap_medians(data, ranks):
     """Resampled medians of sorted numpy `data`, given the (lower, upper) middle ranks drawn."""
     lower, upper = ranks
     if lower is upper:  # odd n: the middle value itself
-        return data[lower]
-    return (data[lower] + data[upper]) / 2
+        return data.take(lower)
+    return (data.take(lower) + data.take(upper)) / 2
 
 
 @lru_cache(maxsize=512)
