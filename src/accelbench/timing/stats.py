@@ -34,6 +34,8 @@ def quantile_presorted(data: Sequence[float], q: float) -> float:
     position = q * (len(data) - 1)
     lower = math.floor(position)
     upper = min(lower + 1, len(data) - 1)
+    if position == lower or data[upper] == data[lower]:  # no interpolation: an infinite end stays inf, not nan
+        return data[lower]
     return data[lower] + (data[upper] - data[lower]) * (position - lower)
 
 
