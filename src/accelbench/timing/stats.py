@@ -218,23 +218,11 @@ def ratio_of_medians_ci(numerator_s: Sequence[float], denominator_s: Sequence[fl
     """Bootstrap each sample set independently; seeded, so the same inputs give the same interval.
 
     Cheap whatever the sample counts (each resampled median is drawn directly, vectorised), so
-    many resamples are affordable: percentile ends then carry little Monte Carlo error. Results
-    are cached: a report asks for the same speed-up from several places.
+    many resamples are affordable: percentile ends then carry little Monte Carlo error.
     """
-    return _ratio_of_medians_ci(_as_tuple(numerator_s), _as_tuple(denominator_s), confidence,
-                                resamples, seed)
-
-
-def _as_tuple(samples: Sequence[float]) -> tuple:
-    return samples if isinstance(samples, tuple) else tuple(samples)
-
-
-@lru_cache(maxsize=2048)  # a report asks again for the pairs it has just shown
-def _ratio_of_medians_ci(top_s: tuple, bottom_s: tuple, confidence: float, resamples: int,
-                         seed: int) -> RatioCI:
     import numpy as np
 
-    top, bottom = np.array(_sorted(top_s)), np.array(_sorted(bottom_s))
+    top, bottom = np.array(_sorted(numerator_s)), np.array(_sorted(denominator_s))
     point = float(quantile_presorted(top, 0.5) / _ratio_denominator(quantile_presorted(bottom, 0.5)))
     # separate streams per side, so equal sample counts do not get equal resampled ranks
     top_medians = _bootstrap_medians(top, _bootstrap_ranks(len(top), resamples, seed, 0))
