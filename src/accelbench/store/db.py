@@ -1,7 +1,8 @@
 """The results store: one SQLite file, WAL mode, one committed transaction per result.
 
 Every write commits before it returns, so Ctrl-C or a SIGKILL loses at most the result in flight,
-and a run whose status is still "running" after its process has gone was interrupted.
+and a run whose status is still "running" after its process has gone was interrupted. Imports
+and add_results write a whole batch in one transaction: all of it is stored, or none.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import secrets
 import sqlite3
 import statistics
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -85,6 +86,37 @@ def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> int
     marks = ", ".join(f":{name}" for name in row)
     cursor = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", dict(row))
     return int(cursor.lastrowid or 0)
+
+
+def _insert_many(conn: sqlite3.Connection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """One executemany for rows that share their columns (as result_row's and skip_row's do)."""
+    if not rows:
+        return
+    names = list(rows[0])
+    marks = ", ".join(f":{name}" for name in names)
+    conn.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})", rows)
+
+
+def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished_at: str | None,
+             status: str, accelbench_version: str, selection: Mapping[str, Any],
+             machine: Mapping[str, Any], tags: Mapping[str, Any], results: Sequence[Measurement],
+             skips: Sequence[Skip], origin: str = "imported") -> bool:
+    """One run's rows, inside the caller's transaction; False if the id is already stored.
+
+    `origin` is "local" for runs measured here, "imported" otherwise: imported results never
+    become this machine's ceilings."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status {status!r}: expected one of {', '.join(RUN_STATUSES)}")
+    if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+        return False
+    _insert(conn, "runs", {"id": run_id, "started_at": started_at, "finished_at": finished_at,
+                           "status": status, "accelbench_version": accelbench_version,
+                           "selection_json": dumps(dict(selection)), "origin": origin})
+    _insert(conn, "machines", machine_row(run_id, machine))
+    conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)", _tag_rows(run_id, tags))
+    _insert_many(conn, "results", [result_row(run_id, m) for m in results])
+    _insert_many(conn, "skips", [skip_row(run_id, s) for s in skips])
+    return True
 
 
 def _tag_rows(run_id: str, tags: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -171,33 +203,19 @@ class Store:
         raise RuntimeError("could not draw a unique run id")
 
     @_reported
-    def restore_run(self, run_id: str, *, started_at: str, finished_at: str | None, status: str,
-                    accelbench_version: str, selection: Mapping[str, Any],
-                    machine: Mapping[str, Any], tags: Mapping[str, Any],
-                    results: Sequence[Measurement], skips: Sequence[Skip], origin: str = "imported") -> bool:
-        """Insert a whole run under its own id in one transaction (used by import).
+    def restore_run(self, run_id: str, **run: Any) -> bool:
+        """Insert a whole run under its own id in one transaction (keywords: those of `_restore`).
 
-        Returns False, changing nothing, when a run with that id is already stored. `origin` is
-        "local" for runs measured here and "imported" otherwise: imported results never become
-        this machine's ceilings.
+        Returns False, changing nothing, when a run with that id is already stored.
         """
-        if status not in RUN_STATUSES:
-            raise ValueError(f"run status {status!r}: expected one of {', '.join(RUN_STATUSES)}")
+        return bool(self.restore_runs([{"run_id": run_id, **run}]))
+
+    @_reported
+    def restore_runs(self, runs: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Insert whole runs (each a mapping of restore_run's arguments) in ONE transaction, as an
+        import wants: every run is stored, or none. Returns the ids added; stored ones are skipped."""
         with self._write() as conn:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
-                return False
-            _insert(conn, "runs", {"id": run_id, "started_at": started_at,
-                                   "finished_at": finished_at, "status": status,
-                                   "accelbench_version": accelbench_version,
-                                   "selection_json": dumps(dict(selection)), "origin": origin})
-            _insert(conn, "machines", machine_row(run_id, machine))
-            conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
-                             _tag_rows(run_id, tags))
-            for m in results:
-                _insert(conn, "results", result_row(run_id, m))
-            for s in skips:
-                _insert(conn, "skips", skip_row(run_id, s))
-        return True
+            return [run["run_id"] for run in runs if _restore(conn, **run)]
 
     @_reported
     def add_result(self, run_id: str, m: Measurement) -> int:
@@ -208,6 +226,20 @@ class Store:
         except sqlite3.IntegrityError:
             self._require_run(run_id)  # the usual cause: a run id that does not exist
             raise
+
+    @_reported
+    def add_results(self, run_id: str, measurements: Sequence[Measurement]) -> int:
+        """Store many measurements in one transaction: all or none (for imports and bulk loads;
+        a running benchmark uses add_result, so each finished result is safe at once).
+        Returns how many were stored."""
+        rows = [result_row(run_id, m) for m in measurements]
+        try:
+            with self._write() as conn:
+                _insert_many(conn, "results", rows)
+        except sqlite3.IntegrityError:
+            self._require_run(run_id)
+            raise
+        return len(rows)
 
     @_reported
     def add_skip(self, run_id: str, s: Skip) -> None:

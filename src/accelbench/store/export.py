@@ -220,16 +220,30 @@ def _params(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
+_check_samples_one_by_one = _list_of(_non_negative, non_empty=True)
+
+
+def _samples(value: Any, path: str) -> list:
+    """A non-empty list of finite numbers >= 0. Samples are most of an export, so the common
+    case is checked in bulk (C loops); anything unusual is checked item by item, to name it."""
+    if isinstance(value, list) and value and set(map(type, value)) <= {float, int}:
+        try:
+            if min(value) >= 0 and math.isfinite(sum(value)):
+                return value
+        except OverflowError:  # an integer too large for a float
+            pass
+    return _check_samples_one_by_one(value, path)
+
+
 def _phases(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _expected(path, "an object of phase -> samples", value)
     if "compute" not in value:
         raise _Invalid(f"{path}.compute", "missing (required)")
-    samples = _list_of(_non_negative, non_empty=True)
     for phase, items in value.items():
         if phase not in PHASES:
             raise _Invalid(f"{path}.{phase}", f"unknown phase (accepted: {', '.join(PHASES)})")
-        samples(items, f"{path}.{phase}")
+        _samples(items, f"{path}.{phase}")
     return value
 
 
@@ -341,18 +355,18 @@ def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = Non
         validate_document(doc)
     except UsageError as exc:
         raise UsageError(f"{source}: {exc}" if source else str(exc)) from None
-    added = []
-    for run in doc["runs"]:
-        run_tags = {**run.get("tags", {}), **dict(tags or {})}
-        fresh = store.restore_run(
-            run["id"], started_at=run["started_at"], finished_at=run.get("finished_at"),
-            status=run["status"], accelbench_version=run["accelbench_version"],
-            selection=run.get("selection", {}), machine=run["machine"], tags=run_tags,
-            results=[Measurement.from_dict(r) for r in run["results"]],
-            skips=[_skip_from_dict(s) for s in run.get("skips", [])])
-        if fresh:
-            added.append(run["id"])
-    return added
+    # one transaction for the whole document: an interrupted or failed import stores nothing
+    return store.restore_runs(_run_records(doc["runs"], tags))
+
+
+def _run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None):
+    for run in runs:  # converted one run at a time, as restore_runs stores them
+        yield {"run_id": run["id"], "started_at": run["started_at"], "finished_at": run.get("finished_at"),
+               "status": run["status"], "accelbench_version": run["accelbench_version"],
+               "selection": run.get("selection", {}), "machine": run["machine"],
+               "tags": {**run.get("tags", {}), **dict(tags or {})},
+               "results": [Measurement.from_dict(r) for r in run["results"]],
+               "skips": [_skip_from_dict(s) for s in run.get("skips", [])]}
 
 
 # -- files --------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
-"""Statistics of timing samples, standard library only (no numpy: the harness must stay light).
+"""Statistics of timing samples.
 
 Timing distributions are skewed and often multi-modal, so everything here is distribution-free:
 the median with an order-statistic confidence interval, the IQR, a bootstrap interval for a ratio
 of medians (speed-ups), and the Mann-Whitney U test for "did these two runs differ?".
+
+What the harness uses while measuring is standard library only: importing this module loads no
+numpy, so timing stays light. The bootstrap (reports, compare) imports numpy on its first call.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ _TAIL_SIGMAS = 8.0  # binomial mass further than this from the mean is negligibl
 
 
 def _sorted(samples: Sequence[float]) -> list[float]:
-    data = sorted(float(x) for x in samples)
+    data = sorted(map(float, samples))
     if not data:
         raise ValueError("no samples")
     return data
@@ -31,6 +34,8 @@ def quantile_presorted(data: Sequence[float], q: float) -> float:
     position = q * (len(data) - 1)
     lower = math.floor(position)
     upper = min(lower + 1, len(data) - 1)
+    if position == lower or data[upper] == data[lower]:  # no interpolation: an infinite end stays inf, not nan
+        return data[lower]
     return data[lower] + (data[upper] - data[lower]) * (position - lower)
 
 
@@ -54,15 +59,22 @@ def iqr(samples: Sequence[float]) -> float:
 
 
 def mean(samples: Sequence[float]) -> float:
-    return math.fsum(_sorted(samples)) / len(samples)
+    return _mean(_sorted(samples))
 
 
 def stdev(samples: Sequence[float]) -> float:
     """Sample standard deviation (n - 1); 0.0 for a single sample."""
-    data = _sorted(samples)
+    return _stdev(_sorted(samples))
+
+
+def _mean(data: list[float]) -> float:
+    return math.fsum(data) / len(data)
+
+
+def _stdev(data: list[float]) -> float:
     if len(data) < 2:
         return 0.0
-    centre = math.fsum(data) / len(data)
+    centre = _mean(data)
     return math.sqrt(math.fsum((x - centre) ** 2 for x in data) / (len(data) - 1))
 
 
@@ -159,7 +171,7 @@ def summarize(samples: Sequence[float], confidence: float = CONFIDENCE) -> Summa
     q1_s, q3_s = quantile_presorted(data, 0.25), quantile_presorted(data, 0.75)
     low_s, high_s = median_ci_presorted(data, confidence)
     return Summary(
-        median_s=median_s, iqr_s=q3_s - q1_s, min_s=data[0], mean_s=mean(data), stdev_s=stdev(data),
+        median_s=median_s, iqr_s=q3_s - q1_s, min_s=data[0], mean_s=_mean(data), stdev_s=_stdev(data),
         ci_low_s=low_s, ci_high_s=high_s, n=len(data),
         rel_ci_halfwidth=relative_halfwidth(median_s, low_s, high_s),
         q1_s=q1_s, q3_s=q3_s, max_s=data[-1],
@@ -205,21 +217,55 @@ def ratio_of_medians_ci(numerator_s: Sequence[float], denominator_s: Sequence[fl
                         seed: int = 0) -> RatioCI:
     """Bootstrap each sample set independently; seeded, so the same inputs give the same interval.
 
-    Cheap whatever the sample counts (each resampled median is drawn directly), so many
-    resamples are affordable: percentile ends then carry little Monte Carlo error.
+    Cheap whatever the sample counts (each resampled median is drawn directly, vectorised), so
+    many resamples are affordable: percentile ends then carry little Monte Carlo error.
     """
-    top, bottom = _sorted(numerator_s), _sorted(denominator_s)
-    point = quantile_presorted(top, 0.5) / _ratio_denominator(quantile_presorted(bottom, 0.5))
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(resamples):
-        top_median = _bootstrap_median(top, rng)
-        bottom_median = _bootstrap_median(bottom, rng)
-        ratios.append(top_median / bottom_median if bottom_median > 0 else math.inf)
+    import numpy as np
+
+    top, bottom = np.array(_sorted(numerator_s)), np.array(_sorted(denominator_s))
+    point = float(quantile_presorted(top, 0.5) / _ratio_denominator(quantile_presorted(bottom, 0.5)))
+    # separate streams per side, so equal sample counts do not get equal resampled ranks
+    top_medians = _bootstrap_medians(top, _bootstrap_ranks(len(top), resamples, seed, 0))
+    bottom_medians = _bootstrap_medians(bottom, _bootstrap_ranks(len(bottom), resamples, seed, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(bottom_medians > 0, top_medians / bottom_medians, np.inf)
     ratios.sort()
     alpha = 1.0 - confidence
-    return RatioCI(point, quantile_presorted(ratios, alpha / 2), quantile_presorted(ratios, 1 - alpha / 2),
-                   confidence)
+    return RatioCI(point, float(quantile_presorted(ratios, alpha / 2)),
+                   float(quantile_presorted(ratios, 1 - alpha / 2)), confidence)
+
+
+def _bootstrap_medians(data, ranks):
+    """Resampled medians of sorted numpy `data`, given the (lower, upper) middle ranks drawn."""
+    lower, upper = ranks
+    if lower is upper:  # odd n: the middle value itself
+        return data.take(lower)
+    return (data.take(lower) + data.take(upper)) / 2
+
+
+@lru_cache(maxsize=512)
+def _bootstrap_ranks(n: int, resamples: int, seed: int, stream: int):
+    """0-based ranks of the middle value(s) of `resamples` bootstrap resamples of n sorted values.
+
+    `_bootstrap_median`, vectorised: the k-th smallest of n uniforms is Beta(k, n - k + 1), and
+    for even n the next one lies above it by (1 - U_(k)) Beta(1, n - k). The ranks depend only on
+    n and the seed, so they are drawn once and shared by every sample set of that size.
+    """
+    import numpy as np
+
+    if n < 1:
+        raise ValueError("no samples")
+    rng = np.random.default_rng([seed % 2**64, stream])
+    k = (n + 1) // 2
+    u_k = rng.beta(k, n - k + 1, size=resamples)
+    lower = np.minimum(n - 1, (n * u_k).astype(np.intp))
+    lower.setflags(write=False)  # shared through the cache
+    if n % 2:
+        return lower, lower
+    u_next = u_k + (1.0 - u_k) * rng.beta(1, n - k, size=resamples)
+    upper = np.minimum(n - 1, (n * u_next).astype(np.intp))
+    upper.setflags(write=False)
+    return lower, upper
 
 
 def _ratio_denominator(median_s: float) -> float:

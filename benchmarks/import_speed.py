@@ -1,0 +1,112 @@
+"""How long importing exported results takes (target: 100,000 results < 10 s), and adding them one by one.
+
+Writes an `accelbench export` document of generated, realistic results (synthetic_results.py:
+20-60 samples per phase, four phases on accelerators) to a temporary file, then times
+`accelbench import` of it into a fresh database in a new process, and splits that time into
+reading the JSON, validating it and storing it. --src points the processes at another checkout's
+src/, for a before/after pair. --one-by-one also times Store.add_result (one committed
+transaction per result, as a running benchmark stores them) for a thousand results.
+
+    python benchmarks/import_speed.py                          # this checkout, 100,000 results
+    python benchmarks/import_speed.py --src /tmp/old/src --results 20000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGET_S = 10.0
+PER_RUN = 10_000
+
+PARTS = r"""
+import json, sys, time
+from accelbench.store.db import Store
+from accelbench.store.export import import_document, read_json, validate_document
+t0 = time.perf_counter(); doc = read_json(sys.argv[1])
+t1 = time.perf_counter(); validate_document(doc)
+t2 = time.perf_counter()
+with Store(sys.argv[2]) as store:
+    t3 = time.perf_counter(); import_document(store, doc)  # validates again, then stores
+    t4 = time.perf_counter()
+print(json.dumps({"read JSON": t1 - t0, "validate": t2 - t1, "validate and store": t4 - t3}))
+"""
+
+ONE_BY_ONE = r"""
+import sys, time
+import synthetic_results as s
+from accelbench.store.db import Store
+measurements = s.run_measurements(int(sys.argv[2]))
+with Store(sys.argv[1]) as store:
+    run_id = store.start_run(s.MACHINE, {})
+    t0 = time.perf_counter()
+    for m in measurements:
+        store.add_result(run_id, m)
+    print(time.perf_counter() - t0)
+"""
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of a command: on a shared machine the CPU
+    figure is the steadier one, the wall figure what a user waits."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _env(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(HERE)])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=int, default=100_000, help=f"in runs of {PER_RUN} (the last may be shorter)")
+    parser.add_argument("--src", type=Path, default=HERE.parent / "src", help="the src/ folder to time")
+    parser.add_argument("--no-parts", action="store_true", help="time the command only")
+    parser.add_argument("--one-by-one", action="store_true", help="also time add_result for 1000 results")
+    args = parser.parse_args()
+    sys.path[:0] = [str(args.src), str(HERE)]
+    import synthetic_results
+
+    with tempfile.TemporaryDirectory(prefix="accelbench-import-speed-") as tmp:
+        doc_path = Path(tmp) / "export.json"
+        started = time.perf_counter()
+        runs, last = divmod(args.results, PER_RUN)
+        doc = synthetic_results.export_document(runs, PER_RUN)
+        if last:
+            doc["runs"] += synthetic_results.export_document(1, last, seed=runs)["runs"]
+            doc["runs"][-1]["id"] = f"20250101-{runs:06d}-synth"
+        doc_path.write_text(json.dumps(doc, indent=1), encoding="utf-8")  # as `accelbench export` writes it
+        del doc
+        size_mb = doc_path.stat().st_size / 1e6
+        print(f"document: {args.results} results, {size_mb:.0f} MB, written in "
+              f"{time.perf_counter() - started:.1f} s (code: {args.src})")
+        command = [sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(Path(tmp) / "a.sqlite")]
+        elapsed, cpu_s = timed(command, _env(args.src))
+        verdict = "meets" if elapsed < TARGET_S else "misses"
+        print(f"accelbench import of {args.results} results: {elapsed:.1f} s wall, {cpu_s:.1f} s CPU "
+              f"({args.results / elapsed:.0f} results/s; {verdict} the {TARGET_S:.0f} s target at this size)")
+        if not args.no_parts:
+            out = subprocess.run([sys.executable, "-c", PARTS, str(doc_path), str(Path(tmp) / "b.sqlite")],
+                                 env=_env(args.src), capture_output=True, text=True, check=True)
+            for name, seconds in json.loads(out.stdout).items():
+                print(f"  {name:<19} {seconds:6.1f} s")
+        if args.one_by_one:
+            out = subprocess.run([sys.executable, "-c", ONE_BY_ONE, str(Path(tmp) / "c.sqlite"), "1000"],
+                                 env=_env(args.src), capture_output=True, text=True, check=True)
+            print(f"add_result, one committed transaction each: {1000 / float(out.stdout):.0f} results/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

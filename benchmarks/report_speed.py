@@ -1,0 +1,99 @@
+"""How long `accelbench report` takes over a large results database (target: 10,000 results < 10 s).
+
+Builds a database of generated, realistic results (synthetic_results.py: several runs, six series,
+20-60 samples per phase) in a temporary folder, then times `accelbench report` over every run in a
+fresh process, and splits the time into its parts (load and analyse, findings, figures, HTML) in a
+second process. --src points both processes at another checkout's src/, for a before/after pair:
+
+    python benchmarks/report_speed.py                                   # this checkout, 5 x 2000
+    python benchmarks/report_speed.py --src /tmp/old/src --runs 1 --results-per-run 500
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGET_S = 10.0
+
+PARTS = r"""
+import json, sys, time
+from accelbench.store.db import Store
+from accelbench.report.data import load_run
+from accelbench.report.build import run_findings
+from accelbench.report.figures import make_figures
+from accelbench.report.html import render_page
+parts = dict.fromkeys(("load and analyse", "figures", "findings", "html"), 0.0)
+with Store(sys.argv[1]) as store:
+    sections = []
+    for run_id in sys.argv[2:]:
+        t0 = time.perf_counter(); run = load_run(store, run_id)
+        t1 = time.perf_counter(); figures = make_figures(run)
+        t2 = time.perf_counter(); found = run_findings(run)
+        t3 = time.perf_counter()
+        parts["load and analyse"] += t1 - t0; parts["figures"] += t2 - t1; parts["findings"] += t3 - t2
+        sections.append((run, figures, found, {}))
+    t4 = time.perf_counter(); render_page(sections); parts["html"] = time.perf_counter() - t4
+print(json.dumps(parts))
+"""
+
+
+def build(db_path: Path, src: Path, runs: int, per_run: int) -> list[str]:
+    code = ("import json, sys; from accelbench.store.db import Store; import synthetic_results as s\n"
+            f"with Store({str(db_path)!r}) as st: print(json.dumps(s.fill_store(st, {runs}, {per_run})))")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(src), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of a command: on a shared machine the CPU
+    figure is the steadier one, the wall figure what a user waits."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _env(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(HERE)]), "MPLBACKEND": "Agg"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--results-per-run", type=int, default=2000)
+    parser.add_argument("--src", type=Path, default=HERE.parent / "src", help="the src/ folder to time")
+    parser.add_argument("--no-parts", action="store_true", help="time the command only")
+    args = parser.parse_args()
+    total = args.runs * args.results_per_run
+    with tempfile.TemporaryDirectory(prefix="accelbench-report-speed-") as tmp:
+        db_path = Path(tmp) / "results.sqlite"
+        started = time.perf_counter()
+        run_ids = build(db_path, args.src, args.runs, args.results_per_run)
+        print(f"database: {total} results in {args.runs} runs, built in {time.perf_counter() - started:.1f} s "
+              f"(code: {args.src})")
+        command = [sys.executable, "-m", "accelbench", "report", *run_ids, "--db", str(db_path),
+                   "-o", str(Path(tmp) / "report")]
+        elapsed, cpu_s = timed(command, _env(args.src))
+        verdict = "meets" if elapsed < TARGET_S else "misses"
+        print(f"accelbench report over {total} results: {elapsed:.1f} s wall, {cpu_s:.1f} s CPU "
+              f"({total / elapsed:.0f} results/s; {verdict} the {TARGET_S:.0f} s target at this size)")
+        if not args.no_parts:
+            out = subprocess.run([sys.executable, "-c", PARTS, str(db_path), *run_ids], env=_env(args.src),
+                                 capture_output=True, text=True, check=True)
+            for name, seconds in json.loads(out.stdout).items():
+                print(f"  {name:<17} {seconds:6.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
