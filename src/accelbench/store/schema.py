@@ -122,6 +122,9 @@ _V2_TO_V3 = (
     "ALTER TABLE results ADD COLUMN verdict_reasons_json TEXT NOT NULL DEFAULT '[]'",
     "ALTER TABLE results ADD COLUMN ceiling_forgotten INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'local'",
+    # the process measuring a "running" run: once it has gone, the run was interrupted
+    "ALTER TABLE runs ADD COLUMN pid INTEGER",
+    "ALTER TABLE runs ADD COLUMN host TEXT",
 )
 
 # version -> statements that take a database from version - 1 to version
