@@ -31,6 +31,8 @@ BAD_VALUES = [
     (["run"], "WORKLOAD", ["", "nosuch", "matmul,stream"]),
     (["runs"], "--limit", ["-1", "0", "1000001", "ten", "", "1e3", "99999999999999999999", HUGE]),
     (["runs"], "--db", ["", NUL]),
+    (["ceilings"], "--db", ["", NUL]),
+    (["ceilings"], "--device", ["", " ", NUL]),
     (["export"], "--output", ["", "{folder}", "{link}", "{device}", NUL]),
     (["export"], "--db", [""]),
     (["report"], "--output", ["", "{file}", "{file}/sub", NUL]),

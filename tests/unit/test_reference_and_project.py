@@ -124,6 +124,28 @@ def test_too_fast_for_the_source_ceiling_is_capped():
     assert p.capped and p.efficiency == 1.0 and p.projected_s == pytest.approx(2.0 * N**3 / H100["fp32"])
 
 
+def test_a_device_without_a_physical_peak_is_not_projected_at_its_own_rate():
+    """PoCL fp64 or a plugin device: its measured best is not a ceiling to be 100% efficient against."""
+    opencl = Spec.make("matmul", "pyopencl", "opencl:0:0", n=N, dtype="float64")
+    slow = measured(opencl, 5.0, flops=2.0 * N**3, bytes_moved=3.0 * N * N * 8)
+    stream_alone = measured(TRIAD, 0.05, flops=2.0 * TRIAD_N, bytes_moved=TRIAD_BYTES)
+    report = project_run(synthetic_run(slow, stream_alone), "h100")
+    reasons = dict(report.not_projected)
+    assert "no datasheet or formula fp64_matrix peak for opencl:0:0" in reasons[opencl]
+    assert "apart from this result itself" in reasons[TRIAD]  # stream is not its own ceiling
+
+
+def test_every_projection_names_its_assumption_and_stays_above_the_target_bound():
+    flops, bytes_moved = 2.0 * N**3, 3.0 * N * N * 4
+    stream = measured(TRIAD, TRIAD_BYTES / STREAM_BYTES_PER_S, flops=2.0 * TRIAD_N, bytes_moved=TRIAD_BYTES)
+    for measured_s in (1e-6, 0.2, 30.0):  # impossibly fast, plausible, slow
+        report = project_run(synthetic_run(measured(MATMUL, measured_s, flops, bytes_moved), stream), "h100")
+        p = next(p for p in report.projections if p.spec == MATMUL)
+        assert p.projected_s >= flops / H100["fp32"] * 0.999
+        assert "of fp32 there, as here against fp32 (formula)" in p.assumption
+        assert report.to_dict()["projections"][0]["assumption"]
+
+
 def _stored(tmp_path, *ms):
     db = tmp_path / "r.sqlite"
     run = synthetic_run(*ms)

@@ -12,6 +12,8 @@ import pytest
 from accelbench.errors import UsageError
 from accelbench.results import Check, Measurement, Skip, Spec, Work
 from accelbench.store import schema
+from accelbench.devices.model import Device, PeakFigure
+from accelbench.store.ceilings import stored_ceilings
 from accelbench.store.db import Store
 from accelbench.store.export import export_runs, import_document, read_json, write_json
 from accelbench.store.paths import default_db_path, resolve_db_path
@@ -156,24 +158,41 @@ def test_resolve_latest_in_an_empty_store(store):
 # -- measured ceilings ------------------------------------------------------------------------
 
 
-def test_best_rates_ignore_failed_checks_and_other_hosts(store):
+H100 = Device("cuda:0", "gpu", "NVIDIA", "H100", "test",
+              peaks=(PeakFigure("fp32", 67e12, "table", "datasheet"), PeakFigure("fp64", 34e12, "table", "datasheet"),
+                     PeakFigure("memory_bandwidth", 3.35e12, "table", "datasheet")))
+
+
+def test_ceilings_come_only_from_trusted_local_builtin_plausible_results(store):
+    import dataclasses
+
     run_id = store.start_run(MACHINE, {})
     slow, fast_wrong = measurement(256), measurement(256, passed=False, compute_s=(1e-6,) * 3)
     fast_f64 = measurement(256, "float64", compute_s=(2e-3, 2e-3, 4e-3))
     stream = measurement(workload="stream", compute_s=(1e-3, 2e-3, 3e-3))
-    for m in (slow, fast_wrong, fast_f64, stream, measurement(device="cpu", compute_s=(1e-9,))):
+    noisy = dataclasses.replace(measurement(256, compute_s=(1e-4,) * 3), verdict="noisy")
+    plugin = dataclasses.replace(measurement(256, compute_s=(1e-4,) * 3),
+                                 spec=Spec.make("matmul", "someplugin", "cuda:0", n=256, dtype="float32"))
+    impossible = measurement(4096, compute_s=(1e-6,) * 3)  # 137 PFLOP/s on an H100: not a ceiling
+    for m in (slow, fast_wrong, fast_f64, stream, noisy, plugin, impossible):
         store.add_result(run_id, m)
     other = store.start_run({**MACHINE, "hostname": "elsewhere"}, {})
     store.add_result(other, measurement(256, compute_s=(1e-4,)))
+    restore(store, "20250101-000000-imported", "2025-01-01T00:00:00+00:00",
+            results=[measurement(256, compute_s=(1e-4,))])  # imported into this host's database
 
-    best = store.best_rates("cuda:0", hostname="box")
-    f32 = best["flops_per_s"]["float32"]
+    best = stored_ceilings(store, "box", {"cuda:0": H100})
+    f32 = best[("cuda:0", "fp32")]
     assert f32.value == pytest.approx(slow.work.flops / 1.025e-3) and f32.spec == slow.spec
     assert f32.run_id == run_id
-    assert best["flops_per_s"]["float64"].value == pytest.approx(fast_f64.work.flops / 2e-3)
-    assert best["bytes_per_s"].value == pytest.approx(stream.work.bytes_moved / 2e-3)
-    assert store.best_rates("cuda:0")["flops_per_s"]["float32"].run_id == other  # any host
-    assert store.best_rates("mps") == {"flops_per_s": {}, "bytes_per_s": None}
+    assert best[("cuda:0", "fp64")].value == pytest.approx(fast_f64.work.flops / 2e-3)
+    assert best[("cuda:0", "memory_bandwidth")].value == pytest.approx(stream.work.bytes_moved / 2e-3)
+    assert stored_ceilings(store, "elsewhere", {"cuda:0": H100})[("cuda:0", "fp32")].run_id == other
+    assert stored_ceilings(store, "nobody", {}) == {}
+
+    assert store.forget_ceilings("box", "cuda:0") == 8  # every result stored for this host and device
+    assert stored_ceilings(store, "box", {"cuda:0": H100}) == {}
+    assert len(store.results(run_id)) == 7  # forgotten as ceilings, still stored
 
 
 # -- opening ----------------------------------------------------------------------------------
@@ -305,7 +324,7 @@ def test_v1_database_migrates_to_current_keeping_its_data(v1_copy, tmp_path):
         assert not wrong.valid and math.isnan(wrong.check.max_rel_error)
         assert store.skips(V1_RUN_COMPLETE)[0].reason == "torch not installed"
         assert store.machine(V1_RUN_COMPLETE)["software"] == {"numpy": "1.26.4"}
-        assert "float16" not in store.best_rates("cpu")["flops_per_s"]  # failed check ignored
+        assert not [k for k in stored_ceilings(store, "", {}) if k[0] == "cpu"]  # failed check ignored
         store.add_tags(V1_RUN_COMPLETE, {"node": "oldbox"})  # a v2 feature on old data
         assert store.tags(V1_RUN_COMPLETE) == {"node": "oldbox"}
     conn = sqlite3.connect(v1_copy)

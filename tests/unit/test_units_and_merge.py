@@ -36,10 +36,13 @@ def test_measured_above_formula_is_explained(monkeypatch):
 
     device = Device("cpu", "cpu", "Intel", "Xeon", "procfs",
                     peaks=(PeakFigure("fp32", 333e9, "formula", "2 cores × 2.6 GHz × 64 FLOP/cycle"),))
-    measured = PeakFigure("fp32", 420e9, "measured", "matmul in run r1")
-    monkeypatch.setattr(inventory, "_stored_rates", lambda dev, db: {"fp32": measured})
-    result = inventory.add_measured_peaks(device)
+    from accelbench.results import Spec
+    from accelbench.store.ceilings import MeasuredCeiling
+
+    spec = Spec.make("matmul", "numpy", "cpu", n=1000, dtype="float32")
+    result = inventory.add_measured_peaks(device, {("cpu", "fp32"): MeasuredCeiling("cpu", "fp32", 420e9, spec, "r1")})
     assert result.peak("fp32").provenance == "measured" and result.peak("fp32", "formula").value == 333e9
     assert any("exceeds the formula" in w and "26%" in w for w in result.warnings)
-    monkeypatch.setattr(inventory, "_stored_rates", lambda dev, db: {"fp32": PeakFigure("fp32", 300e9, "measured", "x")})
-    assert not inventory.add_measured_peaks(device).warnings
+    lower = {("cpu", "fp32"): MeasuredCeiling("cpu", "fp32", 300e9, spec, "r1")}
+    assert not inventory.add_measured_peaks(device, lower).warnings
+    assert inventory.add_measured_peaks(device, {("gpu", "fp32"): lower[("cpu", "fp32")]}) is device

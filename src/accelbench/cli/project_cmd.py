@@ -62,14 +62,14 @@ def _render(report) -> None:
     table = Table(show_edge=False, pad_edge=False)
     for header, justify in (("spec", "left"), ("measured here", "right"), ("bound here", "left"),
                             ("efficiency here", "right"), ("projected", "right"), ("bound there", "left"),
-                            ("× projected", "right"), ("ceilings here → there", "left")):
+                            ("× projected", "right"), ("assumes", "left")):
         table.add_column(header, justify=justify, overflow="fold")
     for p in report.projections:
         here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)
         there = _ceiling_text(p.target_flops if p.target_bound == "compute" else p.target_bandwidth)
         table.add_row(literal(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound,
                       f"{p.efficiency:.0%}" + (" (capped)" if p.capped else ""), format_seconds(p.projected_s),
-                      p.target_bound, f"{p.speedup:.1f}×", literal(f"{here} → {there}"))
+                      p.target_bound, f"{p.speedup:.1f}×", literal(f"{p.assumption}: {here} → {there}"))
     console.print(table)
     if report.not_projected:
         console.print(f"[bold]Not projected[/] ({len(report.not_projected)}):")

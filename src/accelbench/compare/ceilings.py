@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from accelbench.compare.sources import RunData
 from accelbench.devices import datasheets
-from accelbench.results import Measurement, Spec
-from accelbench.timing import stats
+from accelbench.devices.model import Device, PeakFigure
+from accelbench.results import Spec
+from accelbench.store.ceilings import best_ceilings
 
 BANDWIDTH = "memory_bandwidth"
 _VECTOR = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -51,27 +52,29 @@ class BestRate:
     spec: Spec
 
 
-def _median_s(m: Measurement) -> float:
-    return stats.median(m.samples_s)
+def run_devices(run: RunData) -> dict[str, Device]:
+    """The run's stored inventory as Devices (peaks included), for the shared ceiling rules."""
+    devices = {}
+    for device_id, record in run.devices().items():
+        peaks = tuple(PeakFigure(str(p.get("metric")), float(p.get("value") or 0.0), str(p.get("provenance")),
+                                 str(p.get("detail", "")))
+                      for p in record.get("peaks") or [] if isinstance(p, dict) and p.get("value"))
+        devices[str(device_id)] = Device(str(device_id), str(record.get("kind") or ""), str(record.get("vendor") or ""),
+                                         str(record.get("name") or device_id), str(record.get("source") or ""),
+                                         properties=dict(record.get("properties") or {}), peaks=peaks)
+    return devices
 
 
 def run_best_rates(run: RunData) -> list[BestRate]:
-    """Best matmul FLOP/s per device and dtype, and best stream B/s per device; verified only."""
-    best: dict[tuple[str, str], BestRate] = {}
-    for m in run.measurements:
-        if not m.valid or _median_s(m) <= 0:
-            continue
-        spec = m.spec
-        if spec.workload == "matmul" and m.work.flops > 0:
-            dtype = str(spec.param("dtype"))
-            found = BestRate(spec.device, run.device_name(spec.device), f"matmul {dtype}",
-                             flops_metrics("matmul", dtype), m.work.flops / _median_s(m), "FLOP/s", spec)
-        elif spec.workload == "stream" and m.work.bytes_moved > 0:
-            found = BestRate(spec.device, run.device_name(spec.device), "stream", (BANDWIDTH,),
-                             m.work.bytes_moved / _median_s(m), "B/s", spec)
+    """The run's measured ceilings (store/ceilings.py rules: valid, built-in, plausible) as BestRates."""
+    found = []
+    for (device, metric), ceiling in best_ceilings(((m, run.run_id) for m in run.measurements),
+                                                   run_devices(run)).items():
+        spec = ceiling.spec
+        if metric == BANDWIDTH:
+            what, metrics = spec.workload, (BANDWIDTH,)
         else:
-            continue
-        key = (found.device, found.what)
-        if key not in best or found.rate > best[key].rate:
-            best[key] = found
-    return list(best.values())
+            dtype = str(spec.param("dtype"))
+            what, metrics = f"{spec.workload} {dtype}", flops_metrics(spec.workload, dtype)
+        found.append(BestRate(device, run.device_name(device), what, metrics, ceiling.value, ceiling.unit, spec))
+    return found

@@ -32,7 +32,8 @@ ASSUMPTIONS = (
     "(efficiency = roofline time here / measured time); above 100% the source ceiling is too low, "
     "so it is capped at 100%",
     "target ceilings are the datasheet's per-device figures; source ceilings are datasheet or formula "
-    "figures, else the best rate this run (or the stored history) measured — each row names its own",
+    "figures (for memory bandwidth also the best STREAM rate of the run, never the result's own) — "
+    "each row names its own; every projection is bounded by the target's peak",
     "matrix units where the dtype has them (fp64, fp16, bf16 matmul); fp32 without TF32",
     "resident compute only: host↔device transfers, kernel-launch latency and the first call "
     "(compilation) are not projected; problems small enough to live in cache or to be "
@@ -78,17 +79,24 @@ def _inventory_ceiling(device: dict[str, Any], metrics: tuple[str, ...], provena
     return None
 
 
-def source_ceiling(run: RunData, device_id: str, metrics: tuple[str, ...]) -> Ceiling | None:
-    """The run's device ceiling for the first metric found: datasheet, formula, then measured."""
+def source_ceiling(run: RunData, device_id: str, metrics: tuple[str, ...], spec: Spec | None = None) -> Ceiling | None:
+    """The device's physical ceiling (datasheet, then formula) for the first metric found.
+
+    A measured rate is a ceiling only for memory bandwidth (STREAM is the accepted practical one),
+    and never for the result that set it: its efficiency would be 100% by definition, and the
+    projection the target's datasheet peak, whatever the device really does.
+    """
     device = run.devices().get(device_id, {})
     for provenance in SOURCE_PROVENANCE:
         found = _inventory_ceiling(device, metrics, provenance)
         if found:
             return found
+    if metrics[:1] != (BANDWIDTH,):
+        return None
     for rate in run_best_rates(run):
-        if rate.device == device_id and rate.metrics[:1] == metrics[:1]:
+        if rate.device == device_id and rate.metrics[:1] == metrics[:1] and rate.spec != spec:
             return Ceiling(metrics[0], rate.rate, "measured in this run", spec_label(rate.spec))
-    return _inventory_ceiling(device, metrics, "measured")
+    return None
 
 
 @dataclass(frozen=True)
@@ -109,13 +117,20 @@ class Projection:
     def speedup(self) -> float:
         return self.measured_s / self.projected_s
 
+    @property
+    def assumption(self) -> str:
+        here = self.source_flops if self.source_bound == "compute" else self.source_bandwidth
+        there = self.target_flops if self.target_bound == "compute" else self.target_bandwidth
+        return (f"{self.efficiency:.0%} of {there.metric if there else '?'} there, as here against "
+                f"{here.metric if here else '?'} ({here.provenance if here else '?'})")
+
     def to_dict(self) -> dict[str, Any]:
         def ceiling(c):
             return None if c is None else {"metric": c.metric, "value": c.value, "provenance": c.provenance,
                                            "detail": c.detail}
         return {"spec": self.spec.to_dict(), "label": spec_label(self.spec), "measured_s": self.measured_s,
                 "projected_s": self.projected_s, "projected_speedup": self.speedup, "efficiency": self.efficiency,
-                "efficiency_capped": self.capped, "source_bound": self.source_bound, "target_bound": self.target_bound,
+                "efficiency_capped": self.capped, "assumption": self.assumption, "source_bound": self.source_bound, "target_bound": self.target_bound,
                 "source_flops": ceiling(self.source_flops), "source_bandwidth": ceiling(self.source_bandwidth),
                 "target_flops": ceiling(self.target_flops), "target_bandwidth": ceiling(self.target_bandwidth)}
 
@@ -133,18 +148,20 @@ def _ceilings(m: Measurement, run: RunData, target: datasheets.DatasheetRow):
         metrics = flops_metrics(m.spec.workload, m.spec.param("dtype"))
         if not metrics:
             return "no dtype parameter: cannot choose a FLOP/s ceiling"
-        flops_c = source_ceiling(run, m.spec.device, metrics)
+        flops_c = source_ceiling(run, m.spec.device, metrics, m.spec)
         found = row_peak(target, metrics)
         if flops_c is None:
-            return f"no {metrics[0]} ceiling known for {m.spec.device}"
+            return (f"no datasheet or formula {metrics[0]} peak for {m.spec.device}: its efficiency cannot be "
+                    "judged (its own measured rate as the ceiling would make it 100% by definition)")
         if found is None:
             return f"the {target.name} datasheet gives no {' or '.join(metrics)} figure"
         t_flops = Ceiling(found[0], found[1], "table", target.source)
     if m.work.bytes_moved:
-        bw_c = source_ceiling(run, m.spec.device, (BANDWIDTH,))
+        bw_c = source_ceiling(run, m.spec.device, (BANDWIDTH,), m.spec)
         found = row_peak(target, (BANDWIDTH,))
         if bw_c is None:
-            return f"no memory-bandwidth ceiling known for {m.spec.device} (run stream on it in the same run)"
+            return (f"no memory-bandwidth ceiling known for {m.spec.device} apart from this result itself "
+                    "(run stream on it in the same run)")
         if found is None:
             return f"the {target.name} datasheet gives no memory bandwidth"
         t_bw = Ceiling(BANDWIDTH, found[1], "table", target.source)

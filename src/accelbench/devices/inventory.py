@@ -79,7 +79,8 @@ def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES, measured: bool = T
     reports = [run_probe(name, _loader(name)) for name in probes]
     devices = merge_devices(d for report in reports for d in report.devices)
     if measured:
-        devices = [add_measured_peaks(d, db_path) for d in devices]
+        ceilings = _stored_ceilings(devices, db_path)
+        devices = [add_measured_peaks(d, ceilings) for d in devices]
     return Inventory(host=host_info(), probes=tuple(reports), devices=tuple(devices),
                      environment={k: os.environ[k] for k in DEVICE_ENV_VARS if k in os.environ})
 
@@ -115,16 +116,17 @@ def merge_pair(first: Device, second: Device) -> Device:
     )
 
 
-DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-
-
-def add_measured_peaks(device: Device, db_path: str | None = None) -> Device:
-    """Attach the best stored matmul and stream rates of this device on this host as "measured"."""
-    rates = _stored_rates(device, db_path)
-    if not rates:
+def add_measured_peaks(device: Device, ceilings: dict) -> Device:
+    """`device` with its measured ceilings (store/ceilings.py: (device id, metric) -> MeasuredCeiling)
+    as "measured" peak figures, replacing any it had."""
+    mine = {metric: c for (device_id, metric), c in ceilings.items() if device_id == device.id}
+    if not mine:
         return device
     figures, warnings = list(device.peaks), list(device.warnings)
-    for metric, measured in rates.items():
+    for metric, ceiling in mine.items():
+        measured = PeakFigure(metric, ceiling.value, "measured", f"{ceiling.spec.label()} in run {ceiling.run_id}",
+                              {"run_id": ceiling.run_id, "workload": ceiling.spec.workload,
+                               **{k: v for k, v in ceiling.spec.params if k in ("dtype", "kernel")}})
         figures = [f for f in figures if not (f.metric == metric and f.provenance == "measured")] + [measured]
         formula = device.peak(metric, "formula")
         if formula and measured.value > 1.1 * formula.value:
@@ -135,39 +137,20 @@ def add_measured_peaks(device: Device, db_path: str | None = None) -> Device:
     return replace(device, peaks=tuple(figures), warnings=tuple(warnings))
 
 
-def measured_figures(device: Device, best: dict) -> dict[str, PeakFigure]:
-    """Store.best_rates() output as PeakFigures, matmul rates filed under the matrix unit when
-    the device has one for that precision (Tensor Cores, AMX) and the vector unit otherwise."""
-    figures = {}
-    has_matrix = {p.metric for p in device.peaks if p.metric.endswith("_matrix")}
-    for dtype, rate in (best.get("flops_per_s") or {}).items():
-        metric = DTYPE_METRIC.get(dtype)
-        if metric is None:
-            continue
-        metric = f"{metric}_matrix" if f"{metric}_matrix" in has_matrix else metric
-        figures[metric] = PeakFigure(metric, rate.value, "measured", f"{rate.spec.label()} in run {rate.run_id}",
-                                     {"run_id": rate.run_id, "workload": rate.spec.workload, "dtype": dtype})
-    stream = best.get("bytes_per_s")
-    if stream is not None:
-        figures["memory_bandwidth"] = PeakFigure(
-            "memory_bandwidth", stream.value, "measured", f"{stream.spec.label()} in run {stream.run_id}",
-            {"run_id": stream.run_id, "workload": "stream", "kernel": stream.spec.param("kernel")})
-    return figures
-
-
-def _stored_rates(device: Device | str, db_path: str | None) -> dict[str, PeakFigure]:
+def _stored_ceilings(devices: list[Device], db_path: str | None) -> dict:
+    """This host's measured ceilings from the results database ({} without one: never created)."""
     from accelbench.store.paths import resolve_db_path
 
     path = resolve_db_path(db_path)
-    if not path.exists():
+    if not path.is_file():
         return {}
     try:
+        from accelbench.store.ceilings import stored_ceilings
         from accelbench.store.db import Store
-        with Store(path) as store:
-            best = store.best_rates(device.id, hostname=socket.gethostname())
-    except Exception:  # noqa: BLE001 - a broken store must not break the inventory
+        with Store(path, create=False) as store:
+            return stored_ceilings(store, socket.gethostname(), {d.id: d for d in devices})
+    except Exception:  # noqa: BLE001 - a broken or foreign store must not break the inventory
         return {}
-    return measured_figures(device, best)
 
 
 def host_info() -> dict[str, Any]:

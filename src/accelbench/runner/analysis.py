@@ -10,9 +10,10 @@ from typing import Any
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
+from accelbench.store.ceilings import DTYPE_METRIC, best_ceilings, ceiling_metric  # noqa: F401 - DTYPE_METRIC re-exported
 from accelbench.timing import stats
 
-DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,10 @@ def rate_of(m: Measurement, median_s: float) -> tuple[float | None, str]:
 
 
 def peak_metric(m: Measurement, unit: str, device: Device | None) -> str | None:
-    if unit == "B/s":
-        return None if m.spec.workload == "memcpy" else "memory_bandwidth"
-    metric = DTYPE_METRIC.get(str(m.spec.param("dtype")))
-    if metric and device and any(p.metric == f"{metric}_matrix" for p in device.peaks):
-        return f"{metric}_matrix"
+    """The ceiling this rate is read against, if its unit is the ceiling's (store/ceilings.py)."""
+    metric = ceiling_metric(m.spec, device)
+    if metric is None or (unit == "B/s") != (metric == "memory_bandwidth"):
+        return None
     return metric
 
 
@@ -106,19 +106,9 @@ def _baselines(valid: list[Measurement]) -> tuple[dict, dict]:
     return all_cores, one
 
 
-# the workloads whose best rate is a device's measured ceiling (as Store.best_rates)
-CEILING_WORKLOADS = {"memory_bandwidth": "stream"}
-COMPUTE_CEILING_WORKLOAD = "matmul"
-
-
 def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], float]:
-    """Best verified rate per (device, metric) among the ceiling workloads, in this run or stored."""
-    best: dict[tuple[str, str], float] = {}
-    for m, _, rate, _, metric in prelim:
-        ceiling_workload = CEILING_WORKLOADS.get(metric, COMPUTE_CEILING_WORKLOAD) if metric else None
-        if rate and metric and m.spec.workload == ceiling_workload:
-            key = (m.spec.device, metric)
-            best[key] = max(best.get(key, 0.0), rate)
+    """Best qualifying rate per (device, metric), in this run or stored (the inventory's measured peaks)."""
+    best = {key: c.value for key, c in best_ceilings(((m, "") for m, *_ in prelim), devices).items()}
     for m, _, rate, _, metric in prelim:
         device = devices.get(m.spec.device)
         stored = device.peak(metric, "measured") if device and metric else None

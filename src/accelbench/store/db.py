@@ -10,7 +10,6 @@ import functools
 import json
 import secrets
 import sqlite3
-import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any
 
 from accelbench._version import __version__
 from accelbench.errors import UsageError
-from accelbench.results import Measurement, Skip, Spec
+from accelbench.results import Measurement, Skip
 from accelbench.store.opening import ACCEPTED as _ACCEPTED
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
@@ -44,15 +43,6 @@ class RunInfo:
     result_count: int
     skip_count: int
     tags: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BestRate:
-    """A measured ceiling: the best valid rate stored for a device, and where it came from."""
-
-    value: float  # FLOP/s or bytes/s
-    run_id: str
-    spec: Spec
 
 
 def utc_now_iso() -> str:
@@ -365,33 +355,33 @@ class Store:
         return {row["key"]: row["value"] for row in rows}
 
     @_reported
-    def best_rates(self, device_id: str, hostname: str | None = None) -> dict[str, Any]:
-        """The best valid rates stored for a device: its measured ceilings.
+    def ceiling_candidates(self, hostname: str) -> list[tuple[Measurement, str]]:
+        """(measurement, run id) of every result that may be one of this host's measured ceilings:
+        measured here (not imported), passed its check, not forgotten, of a workload that measures
+        a ceiling. store/ceilings.py applies the remaining rules, once, for every caller."""
+        from accelbench.workloads.registry import builtin_workload_class
 
-        Returns {"flops_per_s": {dtype: BestRate}, "bytes_per_s": BestRate | None}: matmul
-        FLOP/s per dtype and stream bytes/s, each flops (or bytes) per call divided by the median
-        compute sample. Only results whose check passed count: a wrong answer is not a ceiling.
-        """
-        sql = ("SELECT r.* FROM results r LEFT JOIN machines m ON m.run_id = r.run_id "
-               "WHERE r.device = ? AND r.workload IN ('matmul', 'stream') AND r.check_passed = 1")
-        args: tuple[Any, ...] = (device_id,)
-        if hostname is not None:
-            sql, args = sql + " AND m.hostname = ?", (device_id, hostname)
-        flops: dict[str, BestRate] = {}
-        stream: BestRate | None = None
-        for row in self._connection().execute(sql + " ORDER BY r.id", args):
-            compute_s = json.loads(row["phases_json"]).get("compute") or []
-            median_s = statistics.median(compute_s) if compute_s else 0.0
-            if median_s <= 0:
-                continue
-            spec = spec_from_row(row)
-            if row["workload"] == "matmul" and row["flops"] > 0:
-                dtype = str(spec.param("dtype", "unknown"))
-                rate = BestRate(row["flops"] / median_s, row["run_id"], spec)
-                if dtype not in flops or rate.value > flops[dtype].value:
-                    flops[dtype] = rate
-            elif row["workload"] == "stream" and row["bytes_moved"] > 0:
-                rate = BestRate(row["bytes_moved"] / median_s, row["run_id"], spec)
-                if stream is None or rate.value > stream.value:
-                    stream = rate
-        return {"flops_per_s": flops, "bytes_per_s": stream}
+        conn = self._connection()
+        names = [row[0] for row in conn.execute("SELECT DISTINCT workload FROM results")]
+        ceiling_workloads = [n for n in names if getattr(builtin_workload_class(n), "measures_ceiling", False)]
+        if not ceiling_workloads:
+            return []
+        marks = ", ".join("?" for _ in ceiling_workloads)
+        rows = conn.execute(
+            "SELECT r.* FROM results r JOIN runs ON runs.id = r.run_id "
+            "LEFT JOIN machines m ON m.run_id = r.run_id "
+            f"WHERE r.workload IN ({marks}) AND r.check_passed = 1 AND r.ceiling_forgotten = 0 "
+            "AND runs.origin = 'local' AND COALESCE(m.hostname, '') = ? ORDER BY r.id",
+            (*ceiling_workloads, hostname))
+        return [(measurement_from_row(row), row["run_id"]) for row in rows]
+
+    @_reported
+    def forget_ceilings(self, hostname: str, device: str | None = None) -> int:
+        """Set this host's stored results aside as ceilings (all devices, or one); returns how many."""
+        sql = ("UPDATE results SET ceiling_forgotten = 1 WHERE ceiling_forgotten = 0 AND run_id IN "
+               "(SELECT run_id FROM machines WHERE hostname = ?)")
+        args: tuple[Any, ...] = (hostname,)
+        if device is not None:
+            sql, args = sql + " AND device = ?", (hostname, device)
+        with self._write() as conn:
+            return conn.execute(sql, args).rowcount

@@ -46,6 +46,19 @@ def register_workload(workload) -> None:
     WORKLOADS.setdefault(workload.name, "")
 
 
+def builtin_workload_class(name: str):
+    """The class of a built-in workload (None for user functions and unknown names), imported now;
+    None too where its module needs a package that is not installed."""
+    target = WORKLOADS.get(name)
+    if not target or name in _INSTANCES:
+        return None
+    module_name, class_name = target.split(":")
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except ImportError:
+        return None
+
+
 def get_workload(name: str):
     if name in _INSTANCES:
         return _INSTANCES[name]

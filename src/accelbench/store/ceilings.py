@@ -1,0 +1,99 @@
+"""Measured ceilings, computed one way for `info`, the run summary, the report, `compare` and `project`.
+
+A measured ceiling is the best rate a device reached on the workload that measures it (each
+workload declares `judged_against` and `measures_ceiling`: matmul measures the matrix unit of its
+dtype, stream the memory bandwidth). Only results that can be trusted qualify: verdict `valid`
+(not noisy, unverified or invalid), a built-in workload on a built-in backend (a plugin cannot set
+this machine's ceiling), and a rate the device can physically reach (checked again here, so an
+old result stored before that check cannot slip through). For this machine's history, only runs
+measured here count, never imported ones, and `accelbench ceilings --forget` sets results aside.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from accelbench.devices.model import Device
+from accelbench.results import Measurement, Spec
+from accelbench.timing import stats
+
+DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+BANDWIDTH = "memory_bandwidth"
+
+
+@dataclass(frozen=True)
+class MeasuredCeiling:
+    device: str
+    metric: str          # "fp32", "bf16_matrix", "memory_bandwidth"
+    value: float         # FLOP/s or B/s
+    spec: Spec
+    run_id: str = ""
+
+    @property
+    def unit(self) -> str:
+        return "B/s" if self.metric == BANDWIDTH else "FLOP/s"
+
+
+def _declaration(workload: str) -> tuple[str | None, bool]:
+    """(judged_against, measures_ceiling) of a built-in workload; (None, False) for any other."""
+    from accelbench.workloads.registry import builtin_workload_class
+
+    cls = builtin_workload_class(workload)
+    return (cls.judged_against, cls.measures_ceiling) if cls is not None else (None, False)
+
+
+def ceiling_metric(spec: Spec, device: Device | None) -> str | None:
+    """The peak metric a result of `spec` is read against on `device`, or None where none applies."""
+    judged_against, _ = _declaration(spec.workload)
+    if judged_against == BANDWIDTH:
+        return BANDWIDTH
+    vector = DTYPE_METRIC.get(str(spec.param("dtype")))
+    if judged_against is None or vector is None:
+        return None
+    if judged_against == "matrix" and device is not None and any(p.metric == f"{vector}_matrix" for p in device.peaks):
+        return f"{vector}_matrix"
+    return vector
+
+
+def rate_of(m: Measurement, metric: str) -> float | None:
+    median_s = stats.median(m.samples_s) if m.samples_s else 0.0
+    amount = m.work.bytes_moved if metric == BANDWIDTH else m.work.flops
+    return amount / median_s if median_s > 0 and amount > 0 else None
+
+
+def why_not_a_ceiling(m: Measurement, devices: dict[str, Device]) -> str | None:
+    """None if `m` may set its device's ceiling, else the reason it may not."""
+    from accelbench.backends.registry import BUILTIN_BACKENDS
+    from accelbench.runner.plausibility import judge_rate
+
+    if not m.trusted:
+        return f"its verdict is {m.status}"
+    if not _declaration(m.spec.workload)[1]:
+        return f"{m.spec.workload} does not measure a ceiling"
+    if m.spec.backend not in BUILTIN_BACKENDS:
+        return f"{m.spec.backend} is not a built-in backend"
+    if any(f.status == "invalid" for f in judge_rate(m, devices)):
+        return "its rate is beyond what the device can do"
+    return None
+
+
+def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str, Device]
+                  ) -> dict[tuple[str, str], MeasuredCeiling]:
+    """(device id, metric) -> the best qualifying rate among (measurement, run id) pairs."""
+    best: dict[tuple[str, str], MeasuredCeiling] = {}
+    for m, run_id in results:
+        if why_not_a_ceiling(m, devices) is not None:
+            continue
+        metric = ceiling_metric(m.spec, devices.get(m.spec.device))
+        rate = rate_of(m, metric) if metric else None
+        if metric is None or rate is None:
+            continue
+        key = (m.spec.device, metric)
+        if key not in best or rate > best[key].value:
+            best[key] = MeasuredCeiling(m.spec.device, metric, rate, m.spec, run_id)
+    return best
+
+
+def stored_ceilings(store, hostname: str, devices: dict[str, Device]) -> dict[tuple[str, str], MeasuredCeiling]:
+    """This machine's measured ceilings from its stored history (runs measured here only)."""
+    return best_ceilings(store.ceiling_candidates(hostname), devices)
