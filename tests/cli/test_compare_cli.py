@@ -65,7 +65,9 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     # both dtypes at n=128 are slowed; a burst of neighbours' load can leave one interval wide
     # (inconclusive, honestly), never "same" or "faster"
     verdicts = [r["verdict"] for r in slowed]
-    assert "slower" in verdicts and set(verdicts) <= {"slower", "inconclusive"}, slowed
+    # a noisy result (a busy machine) never carries a verdict: then it is inconclusive and says so
+    assert set(verdicts) <= {"slower", "inconclusive"}, slowed
+    assert "slower" in verdicts or all("noisy" in r["note"] for r in slowed), slowed
     assert all(r["speedup"]["ratio"] < 0.5 for r in slowed), slowed
     code, out, err = _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "50", *BAND)
     assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out

@@ -25,7 +25,7 @@ def test_a_biased_generator_is_run_and_its_results_marked_failed(tmp_path, monke
         results = store.results(run.id)
     assert len(results) == 2  # one thread and all threads
     for m in results:
-        assert not m.check.passed and m.warnings[0].startswith("check failed, time not counted")
+        assert not m.check.passed and m.warnings[0].startswith("invalid, time not counted: check failed")
         assert m.extra["error_in_standard_errors"] > 4.5 and "SE" in m.check.detail
 
 

@@ -123,7 +123,8 @@ def test_failed_checks_count_nowhere():
     c = compare_runs(run("a", base_times(1)), run("b", base_times(2, slower=SPECS[1], factor=3.0), failed={bad}))
     (row,) = c.by_verdict("excluded")
     assert row.spec.key == bad and "check failed in run B" in row.note and row.speedup is None
-    assert c.counts()["slower"] == 0 and "1 excluded (check failed)" in c.summary_line()
+    assert row.result_verdicts == ("valid", "invalid")
+    assert c.counts()["slower"] == 0 and "1 excluded (check failed or invalid)" in c.summary_line()
     assert geometric_mean(list(c.rows)).ratio == pytest.approx(c.geomean.ratio)
     assert 0.97 < c.geomean.ratio < 1.03  # the 3× slower but wrong result is not in the mean
 
@@ -148,7 +149,7 @@ def test_html_tables_escape_and_show_every_row():
     assert "a&lt;b&gt;" in html and "a<b>" not in html
     rows = analyse([measurement(s, times[s.key]) for s in SPECS[:2]] + [measurement(SPECS[2], times[SPECS[2].key], False)])
     table = results_table_html(rows)
-    assert table.count("<tr>") == 4 and "check failed" in table and "FLOP/s" in table
+    assert table.count("<tr>") == 4 and ">invalid<" in table and "FLOP/s" in table
 
 
 def test_threshold_separates_drift_from_regressions():

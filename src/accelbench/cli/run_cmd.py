@@ -169,7 +169,7 @@ class _progress:
 
         self.done += 1
         if hasattr(result, "samples_s"):
-            outcome = f"{format_seconds(median(result.samples_s))}" + ("" if result.valid else " CHECK FAILED")
+            outcome = f"{format_seconds(median(result.samples_s))}, {result.status}"
         else:
             outcome = f"skipped: {result.reason.splitlines()[0]}"
         print(printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} "

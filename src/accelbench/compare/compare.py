@@ -12,7 +12,8 @@ For every spec measured (and verified) in both runs the speed-up is baseline tim
   neighbours) is larger than within-run noise, and such drift is not a regression;
 * "inconclusive": anything else (a wide interval, too few samples, the two tests disagree).
 
-Results whose check failed in either run count nowhere; they are listed as excluded.
+Results invalid in either run (a failed check, an impossible rate, ...) count nowhere: listed as
+excluded. A noisy result never carries a faster/slower verdict: that spec is inconclusive (noisy).
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class SpecComparison:
     speedup: stats.RatioCI | None = None   # time A / time B
     p_value: float | None = None           # Mann-Whitney, two-sided
     note: str = ""
+    result_verdicts: tuple[str, str] = ("", "")  # each side's own verdict (valid, noisy, ...)
 
     @property
     def label(self) -> str:
@@ -80,7 +82,8 @@ class SpecComparison:
                 "median_a_s": self.median_a_s, "median_b_s": self.median_b_s, "n_a": self.n_a, "n_b": self.n_b,
                 "speedup": None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high,
                                                     "confidence": ci.confidence},
-                "p_value": self.p_value}
+                "p_value": self.p_value, "result_verdict_a": self.result_verdicts[0],
+                "result_verdict_b": self.result_verdicts[1]}
 
 
 def verdict_of(ci: stats.RatioCI, test: stats.MannWhitney, *, same_within: float = SAME_WITHIN,
@@ -103,9 +106,11 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
                          alpha: float = ALPHA, note: str = "") -> SpecComparison:
     """The verdict for one spec measured as `a` in the baseline run and `b` in the candidate."""
     spec = a.spec
-    failed = [name for name, m in (("A", a), ("B", b)) if not m.valid]
+    failed = [f"check failed in run {name}" + (f": {m.check.detail}" if m.check.detail else "")
+              if not m.check.passed else f"invalid in run {name}: {m.verdict_reasons[0] if m.verdict_reasons else ''}"
+              for name, m in (("A", a), ("B", b)) if not m.valid]
     if failed:
-        return SpecComparison(spec, "excluded", note=f"check failed in run {' and '.join(failed)}")
+        return SpecComparison(spec, "excluded", note="; ".join(failed), result_verdicts=(a.status, b.status))
     median_a, median_b = stats.median(a.samples_s), stats.median(b.samples_s)
     base = dict(median_a_s=median_a, median_b_s=median_b, n_a=len(a.samples_s), n_b=len(b.samples_s))
     if median_a <= 0 or median_b <= 0:
@@ -117,7 +122,14 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
     verdict = verdict_of(ci, test, same_within=same_within, alpha=alpha)
     if min(base["n_a"], base["n_b"]) < MIN_SAMPLES:
         verdict, note = "inconclusive", _join(note, f"too few samples for a verdict (need {MIN_SAMPLES})")
-    return SpecComparison(spec, verdict, speedup=ci, p_value=test.p_value, note=note, **base)
+    noisy = [name for name, m in (("A", a), ("B", b)) if m.status != "valid"]
+    if noisy and verdict in ("faster", "slower"):  # a disturbed measurement never carries a verdict
+        verdict = "inconclusive"
+        note = _join(note, f"inconclusive (noisy): run {' and '.join(noisy)} not valid ("
+                           + "; ".join(f"{m.status}: {m.verdict_reasons[0]}" for name, m in (("A", a), ("B", b))
+                                       if name in noisy and m.verdict_reasons) + ")")
+    return SpecComparison(spec, verdict, speedup=ci, p_value=test.p_value, note=note,
+                          result_verdicts=(a.status, b.status), **base)
 
 
 def _join(*notes: str) -> str:
@@ -232,7 +244,7 @@ class Comparison:
             parts.append(f"{len(rows)} {verdict}" + (f" ({detail})" if detail else ""))
         parts.append(f"{len(self.by_verdict('inconclusive'))} inconclusive")
         excluded = len(self.by_verdict("excluded"))
-        line = ", ".join(parts) + (f"; {excluded} excluded (check failed)" if excluded else "")
+        line = ", ".join(parts) + (f"; {excluded} excluded (check failed or invalid)" if excluded else "")
         if self.geomean is not None:
             g = self.geomean
             line += f"; geometric mean speed-up {g.ratio:.3f}× [{g.low:.3f}–{g.high:.3f}]"

@@ -88,7 +88,9 @@ def results_table_html(rows: Sequence["Row"]) -> str:
     for row in rows:
         m = row.measurement
         rate = format_si(row.rate, row.rate_unit) if m.valid and row.rate else "—"
-        check = "passed" if m.valid else '<span style="color:#cf222e;font-weight:bold">check failed</span>'
+        reasons = escape("; ".join(m.verdict_reasons))
+        check = (f'<span title="{reasons}">{escape(m.status)}</span>' if m.valid
+                 else f'<span style="color:#cf222e;font-weight:bold" title="{reasons}">{escape(m.status)}</span>')
         cells.append((escape(m.spec.workload), escape(where(m.spec)), escape(params_text(m.spec)),
                       escape(_time_cell(row.summary)), escape(rate), check, escape(_speedup_cell(row)),
                       escape("; ".join(m.warnings))))

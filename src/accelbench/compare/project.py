@@ -171,7 +171,8 @@ def _ceilings(m: Measurement, run: RunData, target: datasheets.DatasheetRow):
 def project_measurement(m: Measurement, run: RunData, target: datasheets.DatasheetRow) -> Projection | str:
     """One result projected onto `target`, or the reason it cannot be."""
     if not m.valid:
-        return "check failed: a wrong answer is not projected"
+        return ("check failed: a wrong answer is not projected" if not m.check.passed
+                else f"{m.status}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
     if m.spec.workload == "memcpy":
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:

@@ -36,7 +36,7 @@ ul.findings li.warning{border-color:#d95f02;background:#fff4ec}
 .kind{font-weight:600;margin-right:.4rem}figure{margin:1.2rem 0}figure img{max-width:100%;border:1px solid #d0d7e2}
 figcaption{color:#56606e;font-size:.9rem}
 .missing{color:#8a4b08;background:#fff8e6;padding:.4rem .7rem;border-left:5px solid #e0a800}
-.failed{color:#b00020}.small{font-size:.8rem;color:#56606e}
+.failed{color:#b00020}.noisy{color:#8a5a00}.valid{color:#1b7a3a}.small{font-size:.8rem;color:#56606e}
 """
 
 
@@ -122,8 +122,8 @@ def _result_cells(row: Row) -> list[str]:
     check = m.check
     verdict = "passed" if check.passed else f'<span class="failed">failed: {esc(check.detail)}</span>'
     share = transfer_share(row)
-    rate = format_si(row.rate, row.rate_unit) if row.rate else "—"
-    return [esc(series_label(row.spec)), esc(_params(row.spec)), esc(_ci_text(row)),
+    rate = format_si(row.rate, row.rate_unit) if row.rate and m.valid else "—"
+    return [_verdict_cell(m), esc(series_label(row.spec)), esc(_params(row.spec)), esc(_ci_text(row)),
             f"{esc(format_seconds(row.summary.iqr_s))} · {row.summary.n}", esc(rate),
             f"{_pct(row.of_measured)} / {_pct(row.of_datasheet)}"
             + (f" ({esc(row.datasheet_provenance)})" if row.datasheet_provenance else ""),
@@ -135,12 +135,21 @@ def _result_cells(row: Row) -> list[str]:
             esc(headline_extras(m.extra, median_s=row.summary.median_s, limit=6))]
 
 
+def _verdict_cell(m) -> str:
+    """The verdict, and its reasons on hover and in the row's note: every number is a claim."""
+    css = {"invalid": "failed", "noisy": "noisy", "unverified": "noisy"}.get(m.status, "valid")
+    reasons = "; ".join(m.verdict_reasons)
+    return f'<span class="verdict {css}" title="{esc(reasons)}">{esc(m.status)}</span>'
+
+
 def _warnings_note(row: Row) -> str:
-    warnings = row.measurement.warnings
-    return ("warnings: " + " · ".join(esc(w) for w in warnings)) if warnings else ""
+    m = row.measurement
+    parts = [f"{esc(m.status)}: " + " · ".join(esc(r) for r in m.verdict_reasons)] if m.verdict_reasons else []
+    parts += ["warnings: " + " · ".join(esc(w) for w in m.warnings)] if m.warnings else []
+    return " — ".join(parts)
 
 
-RESULT_HEADERS = ("where", "parameters", "median [95% CI]", "IQR · samples", "rate",
+RESULT_HEADERS = ("verdict", "where", "parameters", "median [95% CI]", "IQR · samples", "rate",
                   "% of peak: measured / datasheet", "× vs CPU all cores [95% CI]", "× vs CPU 1 thread",
                   "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
                   "check: rel. error / tolerance", "first call", "workload figures")
@@ -155,11 +164,13 @@ def results_html(rows: list[Row]) -> str:
     parts = []
     for workload, items in by_workload.items():
         parts.append(f"<h3>{esc(workload)}</h3>")
-        parts.append(_table(RESULT_HEADERS, [_result_cells(r) for r in items], numeric={2, 3, 4, 9, 11},
+        parts.append(_table(RESULT_HEADERS, [_result_cells(r) for r in items], numeric={3, 4, 5, 10, 12},
                             notes=[_warnings_note(r) for r in items]))
     parts.append('<p class="small">Speed-up = CPU time / this time, with a 95% bootstrap interval; a verdict '
                  "only where the interval excludes 1. CPU = numpy on all usable cores. Rates come from the "
-                 "median compute time; failed checks get none.</p>")
+                 "median compute time; invalid results (a wrong output, an impossible rate, a synchronisation "
+                 "that does not wait, an output on another device) get none and count nowhere; noisy ones "
+                 "are shown but never set a ceiling.</p>")
     return "".join(parts)
 
 

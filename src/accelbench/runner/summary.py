@@ -1,7 +1,7 @@
 """The end-of-run tables: one per workload, every number with its unit and its spread."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +11,7 @@ from accelbench.results import Skip
 from accelbench.runner.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
+from accelbench.verdict import VERDICTS, severity
 
 
 # workload-specific figures worth a column, in the order shown (the rest stay in --json and the DB)
@@ -82,8 +83,7 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
     for row in rows:
         m, s = row.measurement, row.summary
         cells = [escape(where(row)), escape(params_text(m.spec)), _time_text(s),
-                 format_si(row.rate, row.rate_unit) if m.valid and row.rate else
-                 ("[red]check failed[/]" if not m.valid else "—"),
+                 _rate_text(row),
                  f"{_percent(row.of_measured)} / {_percent(row.of_datasheet)}"
                  + (" (formula)" if row.datasheet_provenance == "formula" else ""),
                  "baseline" if row.baseline_role == "cpu_all_cores" else speedup_text(row.speedup_all)]
@@ -92,6 +92,37 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
         cells += [escape(headline_extras(m.extra, median_s=s.median_s))] * with_extra
         table.add_row(*cells)
     return table
+
+
+_VERDICT_STYLE = {"valid": "", "noisy": " [yellow](noisy)[/]", "unverified": " [yellow](unverified)[/]"}
+
+
+def _rate_text(row: Row) -> str:
+    """The rate with its verdict: an invalid result shows no rate at all."""
+    m = row.measurement
+    if not m.valid:
+        return "[red]invalid[/]"
+    return (format_si(row.rate, row.rate_unit) if row.rate else "—") + _VERDICT_STYLE.get(m.status, "")
+
+
+def verdict_counts(rows: list[Row]) -> str:
+    counts = Counter(row.measurement.status for row in rows)
+    return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+
+
+def _render_verdicts(rows: list[Row], console: Console) -> None:
+    """The count of each verdict, then why each result is not plainly valid (grouped by reason)."""
+    console.print()
+    console.print(f"[bold]Verdicts[/]: {verdict_counts(rows)}")
+    by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in rows:
+        m = row.measurement
+        if m.status != "valid" and m.verdict_reasons:
+            by_reason[(m.status, m.verdict_reasons[0])].append(f"{m.spec.workload} {where(row)} {params_text(m.spec)}")
+    for (status, reason), labels in sorted(by_reason.items(), key=lambda item: -severity(item[0][0])):
+        style = "red" if status == "invalid" else "yellow"
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        console.print(f"  [{style}]{status}[/]: {escape(reason)} — {escape(shown)}")
 
 
 def _time_text(s: stats.Summary) -> str:
@@ -109,7 +140,10 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
         console.print()
         console.print(workload_table(workload, workload_rows))
     console.print("[dim]× columns: CPU time / this time (speed-up) with a 95% bootstrap interval; "
-                  "a verdict only where the interval excludes 1. CPU = numpy on all usable cores.[/]")
+                  "a verdict only where the interval excludes 1. CPU = numpy on all usable cores. "
+                  "Invalid results show no rate and count nowhere.[/]")
+    if rows:
+        _render_verdicts(rows, console)
     _render_warnings(rows, console, warnings_limit)
     if skips:
         console.print()
