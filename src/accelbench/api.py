@@ -11,17 +11,22 @@ __all__ = ["run", "bench", "workload", "RunResults"]
 
 
 def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None = None,
-          backends: Sequence[str] | str | None = None, dtypes: Sequence[str] | str = ("float32",),
+          backends: Sequence[str] | str | None = None, dtypes: Sequence[str] | str | None = None,
           reference: Callable | None = None, rel_tolerance: float | None = None, flops: float = 0.0,
           bytes_moved: float | None = None, name: str | None = None, rigor: str = "quick",
           db: str | None = None) -> RunResults:
-    """Benchmark `fn(*inputs)` on each device, verified against a float64 reference, stored like any run.
+    """Benchmark `fn(*inputs)` on each device, stored like any run.
+
+    The outputs of the timed calls are checked against `reference` (run by numpy in float64 on the
+    host); without one the results are "unverified". The inputs' own float dtype is measured
+    unless `dtypes` asks for others; byte counts follow the dtype measured.
 
     >>> import numpy as np, accelbench
     >>> a = np.random.rand(500, 500)
     >>> r = accelbench.bench(lambda x, y: x @ y, [a, a], flops=2 * 500**3, devices="cpu")  # doctest: +SKIP
     >>> r.to_pandas()[["backend", "device", "median_s", "rate"]]  # doctest: +SKIP
     """
+    from accelbench.devices.inventory import collect_inventory
     from accelbench.runner.plan import build_plan
 
     listify = (lambda v: [v] if isinstance(v, str) else (list(v) if v is not None else None))
@@ -29,8 +34,11 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
                               flops=flops, bytes_moved=bytes_moved, dtypes=listify(dtypes))
     register_workload(custom)
     loaded = load_backends(listify(backends))
-    plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded)
-    return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True})
+    inventory = collect_inventory(db_path=db)
+    plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded,
+                      known_devices={d.id for d in inventory.devices})
+    return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True},
+                    inventory=inventory)
 
 
 def workload(*, flops: float = 0.0, bytes_moved: float | None = None, reference: Callable | None = None,

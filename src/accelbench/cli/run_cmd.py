@@ -32,6 +32,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from accelbench.devices.inventory import collect_inventory
     from accelbench.runner.plan import parse_list, parse_sizes
     from accelbench.runner.session import DEFAULT_SEED, load_backends, run_plan
     from accelbench.runner.plan import build_plan
@@ -43,10 +44,11 @@ def run(args) -> int:
     backend_names = _backend_names(args.backend)
     backends = load_backends(backend_names)
     devices = _devices(args.device, backends)
+    inventory = collect_inventory(db_path=args.db)
     plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
                       dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
                       devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
-                      host_memory_bytes=_host_memory_bytes())
+                      host_memory_bytes=_host_memory_bytes(), known_devices={d.id for d in inventory.devices})
     if not plan.items:
         print("accelbench run: nothing to run: no available backend reaches the devices asked for "
               "(`accelbench list` shows what is available)", file=sys.stderr)
@@ -58,7 +60,7 @@ def run(args) -> int:
         seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
         results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
-                           telemetry=not args.no_telemetry)
+                           telemetry=not args.no_telemetry, inventory=inventory)
     if args.json:
         json.dump(results.to_dict(), sys.stdout, indent=2, default=_jsonable)
         sys.stdout.write("\n")

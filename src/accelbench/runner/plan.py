@@ -74,8 +74,14 @@ def parse_list(text: str | None, accepted: tuple[str, ...] | list[str], option: 
 
 def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, dtypes: list[str] | None = None,
                devices: list[str] | None = None, backends: dict | None = None, quick: bool = True,
-               cpu_threads: int | None = None, host_memory_bytes: int | None = None) -> Plan:
-    """`backends`: name -> Backend instance (available or not) to plan across."""
+               cpu_threads: int | None = None, host_memory_bytes: int | None = None,
+               known_devices: set[str] | None = None) -> Plan:
+    """`backends`: name -> Backend instance (available or not) to plan across.
+
+    `known_devices`: the inventory's device ids. A backend may only measure a device the
+    inventory found (a plugin that brings a new kind of device brings a probe for it); the others
+    are recorded as skips with the reason. None (tests with fake devices) accepts every id.
+    """
     names = workloads or list(QUICK_SUITE)
     for name in names:
         if name not in WORKLOADS:
@@ -83,6 +89,13 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
     if dtypes:
         parse_list(",".join(dtypes), DTYPES, "--dtype")
     targets, plan = _targets(backends or {}, devices), Plan()
+    if known_devices is not None:
+        unknown = [(b, d) for b, d in targets if d not in known_devices]
+        targets = [(b, d) for b, d in targets if d in known_devices]
+        plan.skips += [Skip(Spec.make(name, b, d), f"{b} declares device {d}, which the inventory did not find: "
+                                                 "no probe reports it, so nothing it measures could be attributed "
+                                                 "to it (a plugin that adds a kind of device must add a probe)")
+                       for name in names for b, d in unknown]
     all_threads = cpu_threads or usable_cpus()
     for name in names:
         workload = get_workload(name)

@@ -61,7 +61,9 @@ class RunResults:
                 **{k: v for k, v in spec.params}, "median_s": row.summary.median_s,
                 "ci_low_s": row.summary.ci_low_s, "ci_high_s": row.summary.ci_high_s, "iqr_s": row.summary.iqr_s,
                 "samples": row.summary.n, "first_call_s": row.measurement.first_call_s,
-                "rate": row.rate, "rate_unit": row.rate_unit, "check_passed": row.measurement.valid,
+                "rate": row.rate if row.measurement.valid else None, "rate_unit": row.rate_unit,
+                "verdict": row.measurement.status, "verdict_reasons": "; ".join(row.measurement.verdict_reasons),
+                "check_passed": row.measurement.check.passed,
                 "max_rel_error": row.measurement.check.max_rel_error,
                 "speedup_vs_cpu_all_cores": row.speedup_all.ratio if row.speedup_all else None,
                 "speedup_vs_cpu_one_thread": row.speedup_one.ratio if row.speedup_one else None,
@@ -188,15 +190,18 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
 
     >>> results = accelbench.run("matmul", sizes=[500], dtypes="float32", devices="cpu")  # doctest: +SKIP
     """
+    from accelbench.devices.inventory import collect_inventory
+
     listify = (lambda v: [v] if isinstance(v, str) else v)
     loaded = load_backends(listify(backends))
     host_memory = _host_memory_bytes()
+    inventory = collect_inventory(db_path=db)
     plan = build_plan(listify(workloads), sizes=sizes, dtypes=listify(dtypes), devices=listify(devices),
                       backends=loaded, quick=(rigor == "quick") if quick is None else quick,
-                      host_memory_bytes=host_memory)
+                      host_memory_bytes=host_memory, known_devices={d.id for d in inventory.devices})
     selection = {"workloads": listify(workloads), "sizes": sizes, "dtypes": listify(dtypes),
                  "devices": listify(devices), "backends": listify(backends)}
-    return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags)
+    return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags, inventory=inventory)
 
 
 def _host_memory_bytes() -> int | None:
