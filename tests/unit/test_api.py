@@ -41,3 +41,68 @@ def test_to_pandas():
     pd = pytest.importorskip("pandas")
     from accelbench.runner.session import RunResults
     assert isinstance(RunResults("x", "db", [], []).to_pandas(), pd.DataFrame)
+
+
+# -- honest by default -----------------------------------------------------------------------
+
+
+def test_without_a_reference_the_result_is_unverified_and_never_a_ceiling(tmp_path):
+    a = np.random.default_rng(3).uniform(-1, 1, (64, 64))
+    results = accelbench.bench(lambda x, y: x @ y, [a, a], flops=2 * 64**3, devices="cpu", backends="numpy",
+                               name="no_reference", db=str(tmp_path / "u.sqlite"))
+    assert results.measurements and {m.status for m in results.measurements} == {"unverified"}
+    assert all("no reference given" in m.verdict_reasons[0] for m in results.measurements)
+    assert not any(m.trusted for m in results.measurements)
+    assert {r["verdict"] for r in results.to_records()} == {"unverified"}
+
+
+@pytest.mark.parametrize("dtype, itemsize", [("float64", 8), ("float32", 4)])
+def test_the_inputs_dtype_is_measured_and_bytes_follow_it(tmp_path, dtype, itemsize):
+    a = np.random.default_rng(4).uniform(-1, 1, 5000).astype(dtype)
+    results = accelbench.bench(lambda x: x * 2.0, [a], reference=lambda x: x * 2.0, devices="cpu",
+                               backends="numpy", name=f"double_{dtype}", db=str(tmp_path / "d.sqlite"))
+    assert {m.spec.param("dtype") for m in results.measurements} == {dtype}
+    assert {m.work.bytes_moved for m in results.measurements} == {5000 * itemsize}
+    assert all(m.status in ("valid", "noisy") for m in results.measurements)
+
+
+def test_outputs_are_waited_on_whatever_the_backend_tracks(tmp_path, monkeypatch):
+    from accelbench.backends.numpy_backend import NumpyBackend
+
+    waited = []
+    monkeypatch.setattr(NumpyBackend, "wait_for", lambda self, output: waited.append(output))
+    a = np.random.default_rng(5).uniform(-1, 1, 300)
+    accelbench.bench(lambda x: x + 1.0, [a], reference=lambda x: x + 1.0, devices="cpu", backends="numpy",
+                     name="plus_one", db=str(tmp_path / "w.sqlite"))
+    outputs = [w for w in waited if isinstance(w, np.ndarray)]
+    assert len(outputs) > 10 and all(w.shape == (300,) for w in outputs)  # every timed block's output
+
+
+def test_a_kernel_only_backend_skips_a_user_function_with_a_reason_to_act_on(tmp_path):
+    pytest.importorskip("pyopencl")
+    from accelbench.backends.registry import get_backend
+
+    opencl = get_backend("pyopencl")
+    if not opencl.availability().ok or not opencl.device_ids():
+        pytest.skip("no OpenCL device here")
+    a = np.random.default_rng(6).uniform(-1, 1, (32, 32))
+    results = accelbench.bench(lambda x, y: x @ y, [a, a], reference=lambda x, y: x @ y,
+                               devices=opencl.device_ids()[:1], backends="pyopencl", name="cl_matmul",
+                               db=str(tmp_path / "o.sqlite"))
+    assert not results.measurements
+    assert any("user functions run on numpy, torch, jax or cupy" in s.reason for s in results.skips)
+
+
+def test_a_device_the_inventory_did_not_find_is_never_measured():
+    from accelbench.backends.numpy_backend import NumpyBackend
+    from accelbench.runner.plan import build_plan
+
+    class Claims(NumpyBackend):
+        def device_ids(self):
+            return ["cpu", "cuda:7"]
+
+    plan = build_plan(["matmul"], sizes=[64], dtypes=["float32"], backends={"claims": Claims()},
+                      known_devices={"cpu"})
+    assert {i.spec.device for i in plan.items} == {"cpu"}
+    (skip,) = plan.skips
+    assert skip.spec.device == "cuda:7" and "inventory did not find" in skip.reason
