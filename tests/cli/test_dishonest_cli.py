@@ -15,7 +15,7 @@ from accelbench.store.db import Store
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 from test_dishonest_backends import CachingByIdentity  # noqa: E402
 
-ARGS = ["matmul", "--sizes", "400", "--dtype", "float64", "--rigor", "quick", "--no-progress", "--no-telemetry"]
+ARGS = ["matmul", "--sizes", "1200", "--dtype", "float64", "--rigor", "quick", "--no-progress", "--no-telemetry"]
 
 
 @pytest.fixture
