@@ -153,7 +153,7 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
     def _capability_reason(self, capability: tuple[int, int]) -> str | None:
         """Why this CUDA build has no kernels for a GPU of `capability` (None: it has, or cannot tell)."""
         torch = self._torch()
-        arch_list = [str(a) for a in _safely(torch.cuda.get_arch_list, None) or ()]
+        arch_list = [str(a) for a in _safely(lambda: torch.cuda.get_arch_list(), None) or ()]
         targets = sorted((t for t in map(parse_cuda_target, arch_list) if t), key=lambda t: t[1])
         if not targets or arch_list_supports(arch_list, capability):
             return None

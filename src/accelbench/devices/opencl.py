@@ -252,12 +252,14 @@ def recorded_platforms(data: list[dict[str, Any]]) -> list[RecordedPlatform]:
 def record(platforms: Iterable[Any] | None = None) -> list[dict[str, Any]]:
     """The live platforms as plain data (JSON-ready), for tests/data and bug reports."""
     attrs = ("name", "vendor", "type", "extensions", *(a for _, a in _PROPERTIES), *_QUIET)
+    build_check = _recorded_build_failure if platforms is not None else _real_build_failure
     recorded = []
     for platform in (_pyopencl_platforms() if platforms is None else platforms):
         entry: dict[str, Any] = {k: _text(getattr(platform, k)) for k in ("name", "vendor", "version")}
         devices = []
         for cl_device in platform.get_devices():
             values = {a: _plain(_read(cl_device, a)[0]) for a in attrs}
+            values["build_failure"] = build_check(cl_device)
             devices.append({a: v for a, v in values.items() if v is not None})
         entry["devices"] = devices
         recorded.append(entry)
