@@ -184,14 +184,14 @@ WHEEL_POCL = "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, SLEEF
 
 @pytest.mark.parametrize("platform_name, version, expected", [
     ("Portable Computing Language", WHEEL_POCL,
-     "the PoCL in the pyopencl wheel cannot compile for this CPU (LLVM: unknown target CPU 'generic'): "
-     "install Debian's pocl-opencl-icd or a newer PoCL"),
+     ("the PoCL in the pyopencl wheel cannot compile for this CPU (LLVM: unknown target CPU 'generic'): "
+      "install Debian's pocl-opencl-icd or a newer PoCL")),
     ("Portable Computing Language", "OpenCL 3.0 PoCL 3.1+debian  Linux",
-     "PoCL 3.1+debian cannot compile for this CPU (LLVM: unknown target CPU 'generic'): "
-     "install Debian's pocl-opencl-icd or a newer PoCL"),
+     ("PoCL 3.1+debian cannot compile for this CPU (LLVM: unknown target CPU 'generic'): "
+      "install Debian's pocl-opencl-icd or a newer PoCL")),
     ("NVIDIA CUDA", "OpenCL 3.0 CUDA 12.4.131",
-     "its OpenCL compiler cannot build a trivial kernel (unknown target CPU 'generic'): "
-     "update the device's OpenCL driver"),
+     ("its OpenCL compiler cannot build a trivial kernel (unknown target CPU 'generic'): "
+      "update the device's OpenCL driver")),
 ])
 def test_build_failures_are_explained_with_the_fix(platform_name, version, expected):
     assert opencl_build.explain(ZEN5_LOG, platform_name, version, wheel_pocl_version="3.0") == expected

@@ -35,7 +35,7 @@ class UnreachedDevices:
                 "reasons": [{"backend": b, "reason": r} for b, r in self.reasons], "text": self.text}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "UnreachedDevices":
+    def from_dict(cls, data: dict[str, Any]) -> UnreachedDevices:
         reasons = tuple((str(r.get("backend", "")), str(r.get("reason", ""))) for r in data.get("reasons", ()))
         return cls(str(data.get("name", "")), tuple(str(i) for i in data.get("device_ids", ())), reasons)
 
