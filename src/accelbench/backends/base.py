@@ -47,6 +47,13 @@ class Backend:
         """Framework versions worth recording with every result."""
         return {}
 
+    def unreached_reason(self, device: Any) -> str | None:
+        """Why this backend does not measure inventory `device` (a devices.model.Device), with the
+        fix, in words a user acts on ("torch 2.13.0+cpu is a CPU-only build: install a CUDA build
+        of torch"). None where it reaches the device or has nothing to do with devices of its kind.
+        runner/reach.py asks every backend about every device that none of them reaches."""
+        return None
+
     # -- data movement ---------------------------------------------------------------------
     def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
         raise NotImplementedError

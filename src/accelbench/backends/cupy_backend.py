@@ -50,6 +50,23 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
         count, why = self._device_count()
         return Availability(count > 0, why)
 
+    def unreached_reason(self, device) -> str | None:
+        """Why cupy does not measure inventory `device`, with the fix; None for ids it has nothing to do with."""
+        kind = device.id.partition(":")[0]
+        if kind not in ("cuda", "rocm"):
+            return None
+        failure = self._import_failure()
+        if failure:
+            return failure
+        if self._kind() != kind:
+            package = "cupy-cuda12x" if kind == "cuda" else "cupy-rocm-6-0"
+            built = "ROCm" if self._kind() == "rocm" else "CUDA"
+            return f"cupy {self._cupy().__version__} is a {built} build: pip install {package}"
+        if device.id in self.device_ids() or device.reach.get("cupy") in self.device_ids():
+            return None
+        count, why = self._device_count()
+        return why or f"cupy lists {count} GPU(s), not {device.id}: check *_VISIBLE_DEVICES"
+
     def _kind(self) -> str:
         return "rocm" if getattr(self._cupy().cuda.runtime, "is_hip", False) else "cuda"
 

@@ -26,6 +26,7 @@ from accelbench.backends.base import Availability, Backend, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[jax]"
+INSTALL_URL = "https://docs.jax.dev/en/latest/installation.html"
 _GPU_PLATFORMS = ("cuda", "rocm")
 
 
@@ -76,7 +77,38 @@ class JaxBackend(LazyFramework, Backend):
             return Availability(False, failure)
         if not self._discover():
             return Availability(False, "jax reports no device")
+        if not any(d.startswith(_GPU_PLATFORMS) for d in self._discover()):
+            return Availability(True, f"cpu only: {self._no_gpu_reason('cuda')}")
         return Availability(True)
+
+    def _no_gpu_reason(self, platform: str) -> str:
+        """Why jax lists no GPU of `platform` ("cuda" or "rocm"), with the fix."""
+        from accelbench.devices.frameworks import jax_has_gpu_plugin
+
+        jax, vendor = self._jax(), "CUDA" if platform == "cuda" else "ROCm"
+        if not jax_has_gpu_plugin():
+            fix = 'pip install -U "jax[cuda12]"' if platform == "cuda" else f"install jax's ROCm plugin ({INSTALL_URL})"
+            return f"jax {jax.__version__} has no {vendor} plugin: {fix}"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jax.devices(platform)
+        except Exception as error:  # noqa: BLE001 - "Unknown backend cuda", a plugin that failed to start
+            text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            return f"jax {jax.__version__} has a GPU plugin but cannot start {vendor}: {text}"
+        return f"jax {jax.__version__} lists no {vendor} GPU"
+
+    def unreached_reason(self, device) -> str | None:
+        """Why jax does not measure inventory `device`, with the fix; None for ids it has nothing to do with."""
+        platform = device.id.partition(":")[0]
+        if platform not in _GPU_PLATFORMS:
+            return None
+        failure = self._import_failure()
+        if failure:
+            return failure
+        if device.id in self._discover() or device.reach.get("jax") in self._discover():
+            return None
+        return self._no_gpu_reason(platform)
 
     def _discover(self) -> dict[str, Any]:
         if self._devices is not None:

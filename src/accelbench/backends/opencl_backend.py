@@ -80,12 +80,32 @@ class OpenCLBackend(Backend):
             ids = self.device_ids()
         except Exception as exc:  # noqa: BLE001 - PLATFORM_NOT_FOUND_KHR and friends
             return Availability(False, f"no OpenCL platform: {exc}")
+        broken = {i: self._build_failure(i) for i in self._discover() if i not in ids}
+        unusable = "; ".join(f"{i}: {why}" for i, why in broken.items())
         if not ids:
-            return Availability(False, "no OpenCL platform or device found by the ICD loader")
-        return Availability(True)
+            return Availability(False, f"no OpenCL device can build a kernel: {unusable}" if broken
+                                else "no OpenCL platform or device found by the ICD loader")
+        return Availability(True, f"not usable: {unusable}" if broken else "")
 
     def device_ids(self) -> list[str]:
-        return list(self._discover())
+        """The listed devices whose compiler builds a kernel (a broken one would fail every spec)."""
+        return [i for i in self._discover() if not self._build_failure(i)]
+
+    def _build_failure(self, device: str) -> str | None:
+        from accelbench.devices.opencl_build import build_failure
+
+        return build_failure(self._discover()[device])
+
+    def unreached_reason(self, device) -> str | None:
+        if not device.id.startswith("opencl:"):
+            return None
+        availability = self.availability()
+        if not availability.ok and not self._devices:
+            return availability.reason
+        listed = self._discover()
+        if device.id not in listed:
+            return f"pyopencl does not list {device.id} (the OpenCL platforms changed since the inventory)"
+        return self._build_failure(device.id)
 
     def dtypes(self, device: str) -> tuple[str, ...]:
         if device in self._dtypes:

@@ -8,6 +8,7 @@ cuda:N here is the same GPU as NVML's (and nvidia-smi's) index N. The framework 
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from typing import Any, Callable, Iterator
 
@@ -20,6 +21,9 @@ INSTALL_HINT = "pip install accelbench[torch]"
 _HOST_DTYPES = ("float64", "float32", "float16")  # what numpy can hold; bfloat16 it cannot
 # accelbench device kinds whose kernels run asynchronously to the host
 _ACCELERATOR_KINDS = ("cuda", "rocm", "mps", "xpu")
+_BUILD_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "mps": "macOS (MPS)", "xpu": "XPU"}
+INSTALL_URL = "https://pytorch.org/get-started/locally/"
+PREVIOUS_VERSIONS_URL = "https://pytorch.org/get-started/previous-versions/"
 
 
 def split_id(device: str) -> tuple[str, int | None]:
@@ -38,6 +42,34 @@ def _safely(probe: Callable[[], Any], default: Any) -> Any:
         return default
 
 
+def parse_cuda_target(arch: str) -> tuple[str, tuple[int, int]] | None:
+    """"sm_90" -> ("sm", (9, 0)); "compute_120" -> ("compute", (12, 0)); "sm_90a" -> ("sm", (9, 0))."""
+    found = re.fullmatch(r"(sm|compute)_(\d+)(\d)[a-z]?", arch.strip())
+    return (found.group(1), (int(found.group(2)), int(found.group(3)))) if found else None
+
+
+def arch_list_supports(arch_list: list[str], capability: tuple[int, int]) -> bool:
+    """Whether a build for `arch_list` (torch.cuda.get_arch_list()) runs on a GPU of `capability`:
+    a cubin (sm_XY) runs on the same major version at an equal or newer minor; PTX (compute_XY)
+    is compiled by the driver for any equal or newer GPU."""
+    for target in filter(None, map(parse_cuda_target, arch_list)):
+        kind, (major, minor) = target
+        if kind == "sm" and major == capability[0] and minor <= capability[1]:
+            return True
+        if kind == "compute" and (major, minor) <= tuple(capability):
+            return True
+    return False
+
+
+def parse_capability(value: Any) -> tuple[int, int] | None:
+    """"3.5" or (3, 5) -> (3, 5); anything else -> None."""
+    parts = str(value).split(".") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+    try:
+        return (int(parts[0]), int(parts[1])) if len(parts) == 2 else None
+    except (TypeError, ValueError):
+        return None
+
+
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
     """Raw bfloat16 values (as 16-bit integers) widened exactly to float32."""
     return (bits.astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
@@ -52,6 +84,7 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
     def __init__(self, torch_module: Any = None) -> None:
         self._init_framework(torch_module)
         self._devices: dict[str, Any] | None = None  # accelbench id -> torch.device
+        self._unsupported: dict[str, str] = {}  # accelbench id -> why this build has no kernels for it
         self._availability: Availability | None = None
 
     # -- loading -------------------------------------------------------------------------------
@@ -75,6 +108,8 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         torch = self._torch()
         if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
             return f"torch {torch.__version__} is built without CUDA or ROCm"
+        if self._unsupported:
+            return "; ".join(f"{device}: {why}" for device, why in self._unsupported.items())
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -96,6 +131,11 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         if _safely(torch.cuda.is_available, False):
             kind = self._gpu_kind()
             for index in range(_safely(torch.cuda.device_count, 0)):
+                capability = _safely(lambda i=index: tuple(torch.cuda.get_device_capability(i)), None)
+                why = self._capability_reason(capability) if kind == "cuda" and capability else None
+                if why:  # torch lists it, but every kernel would fail with "no kernel image"
+                    self._unsupported[f"{kind}:{index}"] = why
+                    continue
                 found[f"{kind}:{index}"] = torch.device("cuda", index)
         mps = getattr(torch.backends, "mps", None)
         if mps is not None and _safely(mps.is_available, False):
@@ -109,6 +149,54 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
 
     def device_ids(self) -> list[str]:
         return list(self._discover())
+
+    def _capability_reason(self, capability: tuple[int, int]) -> str | None:
+        """Why this CUDA build has no kernels for a GPU of `capability` (None: it has, or cannot tell)."""
+        torch = self._torch()
+        arch_list = [str(a) for a in _safely(lambda: torch.cuda.get_arch_list(), None) or ()]
+        targets = sorted((t for t in map(parse_cuda_target, arch_list) if t), key=lambda t: t[1])
+        if not targets or arch_list_supports(arch_list, capability):
+            return None
+        version, have = torch.__version__, f"{arch_list[0]} … {arch_list[-1]}" if len(arch_list) > 1 else arch_list[0]
+        cc = f"{capability[0]}.{capability[1]}"
+        lowest = f"{targets[0][1][0]}.{targets[0][1][1]}"
+        if capability < targets[0][1]:
+            return (f"compute capability {cc} is below what the installed torch {version} supports ({lowest}; "
+                    f"it is built for {have}): install a torch built for sm_{capability[0]}{capability[1]}, "
+                    f"an older release ({PREVIOUS_VERSIONS_URL})")
+        return (f"compute capability {cc} has no kernels in the installed torch {version} (built for {have}): "
+                f"install a newer torch ({INSTALL_URL})")
+
+    def unreached_reason(self, device) -> str | None:
+        """Why torch does not measure inventory `device`, with the fix; None for ids it has nothing to do with."""
+        kind, _ = split_id(device.id)
+        if kind not in _ACCELERATOR_KINDS:
+            return None
+        failure = self._import_failure()
+        if failure:
+            return failure
+        torch, wanted = self._torch(), _BUILD_NAMES[kind]
+        version, built = torch.__version__, self._build_name()
+        if kind in ("cuda", "rocm") and built != wanted:
+            kind_of_build = "a CPU-only build" if built is None else f"a {built} build"
+            return f"torch {version} is {kind_of_build}: install a {wanted} build of torch ({INSTALL_URL})"
+        torch_id = device.reach.get("torch", device.id)
+        if torch_id in self._discover() or device.id in self._discover():
+            return None
+        if torch_id in self._unsupported:
+            return self._unsupported[torch_id]
+        capability = parse_capability(device.properties.get("compute_capability"))
+        why = self._capability_reason(capability) if kind == "cuda" and capability else None
+        if why:
+            return why
+        return (f"torch {version} ({built or 'CPU-only'}) cannot use {device.id}: {self.no_accelerator_reason()}: "
+                f"check the driver and *_VISIBLE_DEVICES, or install a {wanted} build of torch ({INSTALL_URL})")
+
+    def _build_name(self) -> str | None:
+        version = self._torch().version
+        if version.cuda is not None:
+            return "CUDA"
+        return "ROCm" if getattr(version, "hip", None) else None
 
     def _device(self, device: str) -> Any:
         found = self._discover()

@@ -60,7 +60,10 @@ def run(args) -> int:
     for column in ("backend", "status", "devices (dtypes)"):
         table.add_column(column, overflow="fold")
     for b in listing["backends"]:
-        status = "[green]available[/]" if b["available"] else f"[yellow]unavailable[/]: {literal(b['reason'])}"
+        if b["available"]:  # "cpu only: torch … is built without CUDA" must not hide behind "available"
+            status = "[green]available[/]" + (f" ([yellow]{literal(b['reason'])}[/])" if b["reason"] else "")
+        else:
+            status = f"[yellow]unavailable[/]: {literal(b['reason'])}"
         devices = "; ".join(f"{d} ({', '.join(b['dtypes'].get(d, []))})" for d in b["devices"]) or "—"
         table.add_row(literal(b["name"]), status, literal(devices))
     console.print(table)

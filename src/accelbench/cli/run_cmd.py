@@ -5,6 +5,7 @@ import json
 import sys
 
 from accelbench.backends.base import DTYPES
+from accelbench.errors import UsageError
 
 RIGOR_NAMES = ("quick", "standard", "rigorous")
 
@@ -43,17 +44,25 @@ def run(args) -> int:
     rigor = args.rigor or ("quick" if suite else "standard")
     backend_names = _backend_names(args.backend)
     backends = load_backends(backend_names)
-    devices = _devices(args.device, backends)
     inventory = collect_inventory(db_path=args.db)
-    plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
-                      dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
-                      devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
-                      host_memory_bytes=_host_memory_bytes(), known_devices={d.id for d in inventory.devices})
+    try:
+        devices = _devices(args.device, backends)
+        plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
+                          dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
+                          devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
+                          host_memory_bytes=_host_memory_bytes(), known_devices={d.id for d in inventory.devices})
+    except UsageError as error:  # `--device cuda:0` with a CPU-only torch: say why, not only "no"
+        raise UsageError(_why_unreachable(str(error), backends, args.db)) from error
     if not plan.items:
         print("accelbench run: nothing to run: no available backend reaches the devices asked for "
               "(`accelbench list` shows what is available)", file=sys.stderr)
         return 2
     Store(args.db).close()  # an unwritable or corrupt database fails here, before any work
+    from accelbench.runner.reach import unreached_devices
+
+    unreached = unreached_devices(inventory.devices, backends)
+    if not args.json:
+        _print_unreached(unreached)
     selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
     with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
@@ -62,7 +71,8 @@ def run(args) -> int:
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
                            telemetry=not args.no_telemetry, inventory=inventory)
     if args.json:
-        json.dump(results.to_dict(), sys.stdout, indent=2, default=_jsonable)
+        data = {**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached]}
+        json.dump(data, sys.stdout, indent=2, default=_jsonable)
         sys.stdout.write("\n")
     else:
         _print_summary(results)
@@ -91,6 +101,38 @@ def _devices(cli_value: str | None, backends: dict) -> list[str] | None:
     for warning in warnings:
         print(f"accelbench run: warning: {warning}", file=sys.stderr)
     return devices
+
+
+def _unreached(backends: dict, db: str | None):
+    """The inventory for the run, and its devices no backend reaches (named before any result)."""
+    from accelbench.devices.inventory import collect_inventory
+    from accelbench.runner.reach import unreached_devices
+
+    inventory = collect_inventory(db_path=db)
+    return inventory, unreached_devices(inventory.devices, backends)
+
+
+def _why_unreachable(message: str, backends: dict, db: str | None) -> str:
+    """A refused device id, with the reason and the fix where the inventory has that device."""
+    if "device" not in message:
+        return message
+    groups = [g for g in _unreached(backends, db)[1] if any(f"'{i}'" in message for i in g.device_ids)]
+    return "; ".join([message, *(g.text for g in groups)])
+
+
+def _print_unreached(unreached: list) -> None:
+    """At the top of the output: a GPU that a CPU-only framework ignores must not pass in silence."""
+    if not unreached:
+        return
+    from accelbench.terminal import console as make_console
+    from accelbench.terminal import literal
+
+    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console.print("[bold]Devices found that this run cannot measure[/]:")
+    for group in unreached:
+        console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)  # one line: grep finds it
+    console.print()
+    sys.stdout.flush()
 
 
 def _jsonable(value):

@@ -12,7 +12,7 @@ enumerates the same way, so both name a device alike.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from accelbench.devices.model import ERROR, NO_DRIVER, NOT_INSTALLED, Device, PeakFigure
 from accelbench.devices.probing import ProbeFailure
@@ -60,8 +60,14 @@ _NVIDIA_FP32_LANES_PER_SM = {
 }
 
 
-def probe(platforms: Iterable[Any] | None = None) -> list[Device]:
-    """Devices on every platform; `platforms` replays recorded ones instead of asking pyopencl."""
+def probe(platforms: Iterable[Any] | None = None, build_check: Callable[[Any], str | None] | None = None) -> list[Device]:
+    """Devices on every platform; `platforms` replays recorded ones instead of asking pyopencl.
+
+    `build_check(cl_device)` says why a device cannot build a kernel (None: it can): by default a
+    real build for real devices, and a recorded device's "build_failure" entry when replaying.
+    """
+    if build_check is None:
+        build_check = _recorded_build_failure if platforms is not None else _real_build_failure
     platforms = list(_pyopencl_platforms() if platforms is None else platforms)
     devices: list[Device] = []
     skipped: list[str] = []
@@ -79,7 +85,8 @@ def probe(platforms: Iterable[Any] | None = None) -> list[Device]:
             continue
         for d_index, cl_device in enumerate(cl_devices):
             try:
-                devices.append(describe_device(cl_device, p_index, d_index, platform_props))
+                device = describe_device(cl_device, p_index, d_index, platform_props)
+                devices.append(_unbuildable(device, build_check(cl_device)))
             except Exception as exc:  # noqa: BLE001
                 name = platform_props["platform_name"]
                 skipped.append(f"OpenCL device opencl:{p_index}:{d_index} on {name!r} skipped: {_describe(exc)}")
@@ -125,6 +132,24 @@ def describe_device(cl_device: Any, p_index: int, d_index: int, platform_props: 
         properties=props, peaks=peaks, reach={"pyopencl": f"opencl:{p_index}:{d_index}"},
         warnings=tuple(warnings),
     )
+
+
+def _unbuildable(device: Device, failure: str | None) -> Device:
+    """Listed, but reached by no backend: a compiler that cannot build a kernel fails every spec."""
+    if not failure:
+        return device
+    return replace(device, reach={}, properties={**device.properties, "kernel_build_failure": failure},
+                   warnings=(*device.warnings, f"not measurable: {failure}"))
+
+
+def _real_build_failure(cl_device: Any) -> str | None:
+    from accelbench.devices.opencl_build import build_failure
+
+    return build_failure(cl_device)
+
+
+def _recorded_build_failure(cl_device: Any) -> str | None:
+    return _read(cl_device, "build_failure")[0]
 
 
 def device_kind(type_bits: int) -> str:
@@ -227,12 +252,14 @@ def recorded_platforms(data: list[dict[str, Any]]) -> list[RecordedPlatform]:
 def record(platforms: Iterable[Any] | None = None) -> list[dict[str, Any]]:
     """The live platforms as plain data (JSON-ready), for tests/data and bug reports."""
     attrs = ("name", "vendor", "type", "extensions", *(a for _, a in _PROPERTIES), *_QUIET)
+    build_check = _recorded_build_failure if platforms is not None else _real_build_failure
     recorded = []
     for platform in (_pyopencl_platforms() if platforms is None else platforms):
         entry: dict[str, Any] = {k: _text(getattr(platform, k)) for k in ("name", "vendor", "version")}
         devices = []
         for cl_device in platform.get_devices():
             values = {a: _plain(_read(cl_device, a)[0]) for a in attrs}
+            values["build_failure"] = build_check(cl_device)
             devices.append({a: v for a, v in values.items() if v is not None})
         entry["devices"] = devices
         recorded.append(entry)

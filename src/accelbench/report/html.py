@@ -18,6 +18,7 @@ from accelbench._version import __version__
 from accelbench.report.advice import Finding
 from accelbench.report.data import RunData, series_label, transfer_share
 from accelbench.report.figures import FigureResult
+from accelbench.report.unreached import unreached_html
 from accelbench.runner.analysis import Row
 from accelbench.units import format_bytes, format_seconds, format_si
 
@@ -230,7 +231,7 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
     return (f'<section id="run-{esc(run.run_id)}"><h2>Run {esc(run.run_id)}</h2>'
             f'<p class="meta">{esc(run.machine.get("hostname", ""))} · started {esc(run.info.started_at[:19])} UTC · '
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
-            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
+            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}{unreached_html(run)}'
             f"<h3>Findings</h3>{findings_html(found)}"
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
             + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof)

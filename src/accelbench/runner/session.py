@@ -20,6 +20,7 @@ from accelbench.results import Measurement, Skip
 from accelbench.runner.analysis import Row, analyse
 from accelbench.runner.execute import TrustContext, execute
 from accelbench.runner.plan import Plan, build_plan
+from accelbench.runner.reach import unreached_records
 
 DEFAULT_SEED = 20261202
 
@@ -121,6 +122,7 @@ def machine_record(backends: dict, inventory) -> dict[str, Any]:
         "hostname": socket.gethostname(), "os": f"{platform.system()} {platform.release()}",
         "python": sys.version.split()[0], "inventory": inventory.to_dict(), "software": software,
         "environment": {**thread_environment(), **inventory.environment},
+        "unreached_devices": unreached_records(inventory, backends),
     }
 
 
