@@ -25,7 +25,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 from accelbench.timing import checkpoint
 

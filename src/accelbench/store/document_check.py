@@ -38,7 +38,7 @@ _RUN_ID = re.compile(r"(?!latest)[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")   # "latest"
 _DEVICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")          # cpu, cuda:0, opencl:0:0
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # a label: printable text without `$` (figure mathematics) and `\`; what a user names a function
-_LABEL = re.compile(r"[^\x00-\x1f\x7f-\x9f$\\]{1,%d}" % MAX_LABEL)
+_LABEL = re.compile(rf"[^\x00-\x1f\x7f-\x9f$\\]{{1,{MAX_LABEL}}}")
 _SPEC_NAMES = ("cls", "workload", "backend", "device")
 
 
