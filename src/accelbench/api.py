@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
 from accelbench.runner.session import RunResults, load_backends, run, run_plan
 from accelbench.workloads.custom import FunctionWorkload
 from accelbench.workloads.registry import register_workload
@@ -14,7 +15,7 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
           backends: Sequence[str] | str | None = None, dtypes: Sequence[str] | str | None = None,
           reference: Callable | None = None, rel_tolerance: float | None = None, flops: float = 0.0,
           bytes_moved: float | None = None, name: str | None = None, rigor: str = "quick",
-          db: str | None = None) -> RunResults:
+          db: str | None = None, timeout: float | None = DEFAULT_SPEC_TIMEOUT_S) -> RunResults:
     """Benchmark `fn(*inputs)` on each device, stored like any run.
 
     The outputs of the timed calls are checked against `reference` (run by numpy in float64 on the
@@ -25,6 +26,9 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     >>> a = np.random.rand(500, 500)
     >>> r = accelbench.bench(lambda x, y: x @ y, [a, a], flops=2 * 500**3, devices="cpu")  # doctest: +SKIP
     >>> r.to_pandas()[["backend", "device", "median_s", "rate"]]  # doctest: +SKIP
+
+    `timeout`: seconds each device's measurement may take; one that hangs is stored as failed
+    ("timed out after N s") and the next device still runs (None: no limit).
     """
     from accelbench.devices.inventory import collect_inventory
     from accelbench.runner.plan import build_plan
@@ -38,7 +42,7 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded,
                       known_devices={d.id for d in inventory.devices})
     return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True},
-                    inventory=inventory)
+                    inventory=inventory, timeout=timeout)
 
 
 def workload(*, flops: float = 0.0, bytes_moved: float | None = None, reference: Callable | None = None,

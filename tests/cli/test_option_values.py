@@ -28,6 +28,7 @@ BAD_VALUES = [
     (["run"], "--device", ["", ",", "cpu,", NUL]),
     (["run"], "--db", ["", " ", NUL]),
     (["run"], "--rigor", ["extreme", ""]),
+    (["run"], "--timeout", ["0", "-1", "inf", "-inf", "nan", "", "abc", "86401", "1e999", "10s"]),
     (["run"], "WORKLOAD", ["", "nosuch", "matmul,stream"]),
     (["runs"], "--limit", ["-1", "0", "1000001", "ten", "", "1e3", "99999999999999999999", HUGE]),
     (["runs"], "--db", ["", NUL]),

@@ -93,7 +93,8 @@ def test_an_import_stores_every_run_when_all_is_well(tmp_path, store):
 
 @pytest.mark.parametrize("bad, message", [
     (True, "expected a number, got true"),
-    (-1e-3, "expected a number >= 0"),
+    (-1e-3, "expected a number >= 1e-15"),
+    (0, "expected a number >= 1e-15"),  # a sample of 0 s makes every rate infinite
     (math.nan, "expected a finite number"),
     (10**400, "expected a finite number"),
     (None, "expected a number, got null"),
@@ -107,8 +108,11 @@ def test_a_bad_sample_among_many_is_named_by_its_path(tmp_path, store, bad, mess
     assert store.runs() == []
 
 
-def test_large_finite_samples_whose_sum_overflows_are_accepted(tmp_path, store):
+def test_samples_up_to_the_bound_are_accepted_and_beyond_it_refused(tmp_path, store):
     doc, ids = _two_run_document(tmp_path)
-    doc["runs"][0]["results"][0]["phases_s"]["compute"] = [1e308, 1e308, 1e308]
+    doc["runs"][0]["results"][0]["phases_s"]["compute"] = [1e7, 1e7, 1e7]  # about four months
     assert import_document(store, doc) == ids
-    assert store.results(ids[0])[0].samples_s == (1e308, 1e308, 1e308)
+    assert store.results(ids[0])[0].samples_s == (1e7, 1e7, 1e7)
+    doc["runs"][0]["results"][0]["phases_s"]["compute"] = [1e308, 1e308, 1e308]  # rates would be 0, sums inf
+    with pytest.raises(UsageError, match=r"phases_s\.compute\[0\]: expected a number <= 1e\+07"):
+        import_document(store, doc)

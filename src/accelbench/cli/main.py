@@ -77,9 +77,9 @@ def _dispatch(argv: list[str] | None) -> int:
 
         print(f"accelbench {args.command}: error: {printable(exc, keep_newlines=True)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a StopRun carrying SIGTERM's number
         print(f"accelbench {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(exc, "signum", 2)
 
 
 def _reader_went_away() -> int:

@@ -27,13 +27,27 @@ def add_arguments(parser) -> None:
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database (default: $ACCELBENCH_DB or the user data dir)")
     parser.add_argument("--seed", type=validate.SEED, default=None,
                         help=f"seed for the random inputs, 0 to {validate.MAX_SEED} (recorded with the run)")
+    parser.add_argument("--timeout", type=validate.SPEC_TIMEOUT, default=None, metavar="SECONDS",
+                        help="end a spec that takes longer than this and store it as failed; the run "
+                             "goes on (default: 600)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
 
 
 def run(args) -> int:
+    from accelbench.runner.deadline import stop_on_signals
+    from accelbench.timing.checkpoint import stop_signal
+
+    with stop_on_signals():  # from the start: a signal while jax loads still stops the run
+        status = _run(args)
+        signum = stop_signal()
+    return 128 + signum if status == 130 and signum else status
+
+
+def _run(args) -> int:
     from accelbench.devices.inventory import collect_inventory
+    from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
     from accelbench.runner.session import DEFAULT_SEED, load_backends, run_plan
     from accelbench.runner.plan import build_plan
@@ -69,7 +83,8 @@ def run(args) -> int:
         seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
         results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
-                           telemetry=not args.no_telemetry, inventory=inventory)
+                           telemetry=not args.no_telemetry, inventory=inventory,
+                           timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout)
     if args.json:
         data = {**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached]}
         json.dump(data, sys.stdout, indent=2, default=_jsonable)

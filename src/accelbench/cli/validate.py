@@ -205,6 +205,7 @@ def _dtypes() -> tuple[str, ...]:
 DTYPES = choice_list(_dtypes)
 DEVICES = id_list("device ids")
 WAIT_TIMEOUT = seconds(SECONDS_PER_YEAR)
+SPEC_TIMEOUT = seconds(SECONDS_PER_DAY)  # `run --timeout`: one spec's time limit
 POLL = seconds(SECONDS_PER_DAY)
 
 

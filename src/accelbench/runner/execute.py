@@ -14,11 +14,13 @@ from typing import Callable
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Measurement, Skip
+from accelbench.runner import deadline
 from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sync_check import UNTESTED, probe_backend
 from accelbench.timing import stats
+from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import PerfCounterClock
 from accelbench.timing.harness import Timing, measure
 from accelbench.timing.rigor import Rigor, get_rigor
@@ -204,6 +206,7 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
         store.add_skip(run_id, skip)
     try:
         for item in plan.items:
+            checkpoint()  # a SIGINT / SIGTERM since the last spec stops the run here
             if on_start:
                 on_start(item)
             result = _one(item, backends[item.spec.backend], rigor, seed, debug, sampler, trust)
@@ -224,8 +227,10 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
 def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool, sampler=None,
          trust: TrustContext | None = None) -> Measurement | Skip:
     try:
-        with backend.threads(item.threads):
+        with deadline.spec_scope(), backend.threads(item.threads):
             return measure_item(item, backend, rigor, seed, sampler=sampler, trust=trust)
+    except TimedOut as exc:
+        return Skip(item.spec, f"failed: {exc} (the per-spec limit: --timeout, or timeout=)")
     except Unsupported as exc:
         return Skip(item.spec, str(exc))
     except MemoryError:

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import os
 import platform
-import signal
 import socket
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from accelbench._version import __version__
 from accelbench.devices.blas import thread_environment
 from accelbench.devices.model import Device
 from accelbench.results import Measurement, Skip
+from accelbench.runner import deadline
 from accelbench.runner.analysis import Row, analyse
 from accelbench.runner.execute import TrustContext, execute
 from accelbench.runner.plan import Plan, build_plan
@@ -145,26 +145,11 @@ def _telemetry(plan: Plan, enabled: bool):
         sampler.stop()
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """A kill with SIGTERM stops the run as Ctrl-C does: the run is marked interrupted."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: int = DEFAULT_SEED,
              selection: dict | None = None, tags: dict | None = None, inventory=None,
              on_start: Callable | None = None, on_done: Callable | None = None, debug: bool = False,
-             telemetry: bool = True) -> RunResults:
+             telemetry: bool = True, timeout: float | None = deadline.DEFAULT_SPEC_TIMEOUT_S) -> RunResults:
+    """`timeout`: seconds each spec may take before it is ended and stored as failed (None: no limit)."""
     from accelbench.devices.inventory import collect_inventory
     from accelbench.store.db import Store
 
@@ -173,7 +158,7 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
     with Store(db) as store:
         run_id = store.start_run(machine,
                                  {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
-        with _sigterm_as_interrupt(), _telemetry(plan, telemetry) as sampler:
+        with deadline.stop_on_signals(), deadline.spec_timeout(timeout), _telemetry(plan, telemetry) as sampler:
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
                               on_done=on_done, debug=debug, sampler=sampler,
                               trust=TrustContext(devices={d.id: d for d in inventory.devices}))
@@ -187,8 +172,12 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
 def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = None,
         dtypes: list[str] | str | None = None, devices: list[str] | str | None = None,
         backends: list[str] | str | None = None, rigor: str = "quick", quick: bool | None = None,
-        db: str | None = None, seed: int = DEFAULT_SEED, tags: dict | None = None) -> RunResults:
+        db: str | None = None, seed: int = DEFAULT_SEED, tags: dict | None = None,
+        timeout: float | None = deadline.DEFAULT_SPEC_TIMEOUT_S) -> RunResults:
     """Run workloads across devices from Python; returns RunResults (`.to_pandas()` for a DataFrame).
+
+    `timeout`: seconds each spec may take; one that takes longer is stored as failed and the run
+    goes on (None: no limit).
 
     >>> results = accelbench.run("matmul", sizes=[500], dtypes="float32", devices="cpu")  # doctest: +SKIP
     """
@@ -203,7 +192,8 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
                       host_memory_bytes=host_memory, known_devices={d.id for d in inventory.devices})
     selection = {"workloads": listify(workloads), "sizes": sizes, "dtypes": listify(dtypes),
                  "devices": listify(devices), "backends": listify(backends)}
-    return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags, inventory=inventory)
+    return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags,
+                    inventory=inventory, timeout=timeout)
 
 
 def _host_memory_bytes() -> int | None:

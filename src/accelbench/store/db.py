@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip
+from accelbench.store import liveness
 from accelbench.store.opening import ACCEPTED as _ACCEPTED
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
@@ -90,7 +92,8 @@ def _insert_many(conn: sqlite3.Connection, table: str, rows: Sequence[Mapping[st
 def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished_at: str | None,
              status: str, accelbench_version: str, selection: Mapping[str, Any],
              machine: Mapping[str, Any], tags: Mapping[str, Any], results: Sequence[Measurement],
-             skips: Sequence[Skip], origin: str = "imported") -> bool:
+             skips: Sequence[Skip], origin: str = "imported", pid: int | None = None,
+             host: str | None = None) -> bool:
     """One run's rows, inside the caller's transaction; False if the id is already stored.
 
     `origin` is "local" for runs measured here, "imported" otherwise: imported results never
@@ -101,7 +104,8 @@ def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished
         return False
     _insert(conn, "runs", {"id": run_id, "started_at": started_at, "finished_at": finished_at,
                            "status": status, "accelbench_version": accelbench_version,
-                           "selection_json": dumps(dict(selection)), "origin": origin})
+                           "selection_json": dumps(dict(selection)), "origin": origin,
+                           "pid": pid, "host": host})
     _insert(conn, "machines", machine_row(run_id, machine))
     conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)", _tag_rows(run_id, tags))
     _insert_many(conn, "results", [result_row(run_id, m) for m in results])
@@ -188,7 +192,8 @@ class Store:
             if self.restore_run(run_id, started_at=utc_now_iso(), finished_at=None,
                                 status="running", accelbench_version=__version__,
                                 selection=selection, machine=machine, tags=tags or {},
-                                results=(), skips=(), origin="local"):
+                                results=(), skips=(), origin="local",
+                                pid=os.getpid(), host=liveness.this_host()):
                 return run_id
         raise RuntimeError("could not draw a unique run id")
 
@@ -269,7 +274,8 @@ class Store:
 
     def _run_info(self, row: sqlite3.Row) -> RunInfo:
         return RunInfo(id=row["id"], started_at=row["started_at"], finished_at=row["finished_at"],
-                       status=row["status"], accelbench_version=row["accelbench_version"],
+                       status=liveness.shown_status(row["status"], row["pid"], row["host"], row["started_at"]),
+                       accelbench_version=row["accelbench_version"],
                        selection=json.loads(row["selection_json"]), hostname=row["hostname"],
                        result_count=row["result_count"], skip_count=row["skip_count"],
                        tags=self.tags(row["id"]))

@@ -1,33 +1,26 @@
 """JSON export and import of stored runs, for sharing between machines and collecting cluster jobs.
 
-The document is plain JSON (no NaN or Infinity tokens). Import only parses and validates it, field
-by field, before anything is written: nothing in a file is ever executed or unpickled, and the
-first bad field is reported by its JSON path, e.g. `runs[0].results[3].phases_s.compute[2]`.
+The document is plain JSON (no NaN or Infinity tokens). Import only parses and validates it
+(store/document_schema.py: types, ranges, lengths, depth) before anything is written: nothing in a
+file is ever executed or unpickled, and the first bad field is reported by its JSON path.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from accelbench._version import __version__
 from accelbench.errors import UsageError
-from accelbench.results import PHASES, Measurement, Skip, Spec
+from accelbench.results import Measurement, Skip, Spec
 from accelbench.store.db import Store
-from accelbench.store.schema import RUN_STATUSES
-from accelbench.verdict import VERDICTS
-
-FORMAT_NAME = "accelbench-results"
-FORMAT_VERSION = 1
-_SPEC_NAMES = ("cls", "workload", "backend", "device")
-_RUN_ID = re.compile(r"^(?!latest)[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")  # "latest" is a ref word
-_NON_FINITE = ("nan", "inf")  # how a failed check's max_rel_error is written
+from accelbench.store.document_check import FORMAT_NAME, FORMAT_VERSION
+from accelbench.store.document_schema import validate_document
 
 # -- export -------------------------------------------------------------------------------
 
@@ -69,270 +62,6 @@ def export_runs(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
     return {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "accelbench_version": __version__, "runs": runs}
-
-
-# -- validation: each checker takes (value, path) and returns the value or raises ------------
-
-
-class _Invalid(Exception):
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path or '(top level)'}: {message}")
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=lambda v: f"<{type(v).__name__}>")
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _expected(path: str, what: str, value: Any) -> _Invalid:
-    return _Invalid(path, f"expected {what}, got {_show(value)}")
-
-
-def _number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _expected(path, "a number", value)
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        finite = False
-    if not finite:
-        raise _expected(path, "a finite number", value)
-    return value
-
-
-def _non_negative(value: Any, path: str) -> float:
-    if _number(value, path) < 0:
-        raise _expected(path, "a number >= 0", value)
-    return value
-
-
-def _rel_error(value: Any, path: str) -> Any:
-    if isinstance(value, str):
-        if value in _NON_FINITE:
-            return value
-        raise _expected(path, 'a number >= 0, "nan" or "inf"', value)
-    return _non_negative(value, path)
-
-
-def _count(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _expected(path, "a whole number >= 1", value)
-    return value
-
-
-def _optional_count(value: Any, path: str) -> int | None:
-    return None if value is None else _count(value, path)
-
-
-def _boolean(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise _expected(path, "true or false", value)
-    return value
-
-
-def _string(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise _expected(path, "a string", value)
-    return value
-
-
-def _name(value: Any, path: str) -> str:
-    if not _string(value, path).strip():
-        raise _expected(path, "a non-empty string", value)
-    return value
-
-
-def _optional_string(value: Any, path: str) -> str | None:
-    return None if value is None else _string(value, path)
-
-
-def _time(value: Any, path: str) -> str:
-    try:
-        datetime.fromisoformat(_string(value, path))
-    except ValueError:
-        raise _expected(path, "an ISO 8601 time such as 2025-01-31T12:00:00+00:00", value) from None
-    return value
-
-
-def _optional_time(value: Any, path: str) -> str | None:
-    return None if value is None else _time(value, path)
-
-
-def _json_value(value: Any, path: str) -> Any:
-    """Any plain JSON value (for free-form fields): no other Python objects, no NaN."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _expected(path, "an object with string keys", key)
-            _json_value(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _json_value(item, f"{path}[{i}]")
-    elif isinstance(value, float):
-        _number(value, path)
-    elif value is not None and not isinstance(value, (str, int, bool)):
-        raise _expected(path, "a JSON value", value)
-    return value
-
-
-def _json_object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _expected(path, "an object", value)
-    return _json_value(value, path)
-
-
-def _list_of(check: Callable[[Any, str], Any], non_empty: bool = False) -> Callable[[Any, str], list]:
-    def check_list(value: Any, path: str) -> list:
-        if not isinstance(value, list):
-            raise _expected(path, "a list", value)
-        if non_empty and not value:
-            raise _expected(path, "a non-empty list", value)
-        return [check(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    return check_list
-
-
-def _fields(spec: Mapping[str, tuple[Callable[[Any, str], Any], bool]], open_ended: bool = False):
-    """A checker for an object with known fields: name -> (checker, required)."""
-    def check_object(value: Any, path: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise _expected(path, "an object", value)
-        for name, (check, required) in spec.items():
-            where = f"{path}.{name}" if path else name
-            if name in value:
-                check(value[name], where)
-            elif required:
-                raise _Invalid(where, "missing (required)")
-        unknown = [k for k in value if k not in spec]
-        if unknown and not open_ended:
-            where = f"{path}.{unknown[0]}" if path else str(unknown[0])
-            raise _Invalid(where, f"unknown field (accepted: {', '.join(spec)})")
-        if open_ended:
-            _json_value({k: value[k] for k in unknown}, path)
-        return value
-    return check_object
-
-
-def _params(value: Any, path: str) -> dict[str, Any]:
-    _json_object(value, path)
-    for name in value:
-        if name in _SPEC_NAMES:  # would clash with Spec.make's own arguments
-            raise _Invalid(f"{path}.{name}", "a parameter may not be called " + ", ".join(_SPEC_NAMES))
-    return value
-
-
-_check_samples_one_by_one = _list_of(_non_negative, non_empty=True)
-
-
-def _samples(value: Any, path: str) -> list:
-    """A non-empty list of finite numbers >= 0. Samples are most of an export, so the common
-    case is checked in bulk (C loops); anything unusual is checked item by item, to name it."""
-    if isinstance(value, list) and value and set(map(type, value)) <= {float, int}:
-        try:
-            if min(value) >= 0 and math.isfinite(sum(value)):
-                return value
-        except OverflowError:  # an integer too large for a float
-            pass
-    return _check_samples_one_by_one(value, path)
-
-
-def _phases(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _expected(path, "an object of phase -> samples", value)
-    if "compute" not in value:
-        raise _Invalid(f"{path}.compute", "missing (required)")
-    for phase, items in value.items():
-        if phase not in PHASES:
-            raise _Invalid(f"{path}.{phase}", f"unknown phase (accepted: {', '.join(PHASES)})")
-        _samples(items, f"{path}.{phase}")
-    return value
-
-
-def _verdict(value: Any, path: str) -> str:
-    if value not in ("", *VERDICTS):
-        raise _expected(path, f"one of {', '.join(VERDICTS)}", value)
-    return value
-
-
-def _tags(value: Any, path: str) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise _expected(path, "an object of tag -> text", value)
-    for key, item in value.items():
-        _name(key, path)
-        _string(item, f"{path}.{key}")
-    return value
-
-
-_SPEC = _fields({"workload": (_name, True), "backend": (_name, True), "device": (_name, True),
-                 "params": (_params, False)})
-_CHECK = _fields({"passed": (_boolean, True), "max_rel_error": (_rel_error, True),
-                  "tolerance": (_non_negative, True), "detail": (_string, False),
-                  "device_seen": (_optional_string, False)})
-_WORK = _fields({"flops": (_non_negative, True), "bytes_moved": (_non_negative, True)})
-_RESULT = _fields({
-    "spec": (_SPEC, True), "phases_s": (_phases, True), "first_call_s": (_non_negative, True),
-    "work": (_WORK, True), "check": (_CHECK, True), "warnings": (_list_of(_string), False),
-    "calls_per_sample": (_count, False), "target_met": (_boolean, False),
-    "threads": (_optional_count, False), "telemetry": (_json_object, False),
-    "extra": (_json_object, False), "verdict": (_verdict, False),
-    "verdict_reasons": (_list_of(_string), False)})
-_SKIP = _fields({"spec": (_SPEC, True), "reason": (_string, True)})
-_MACHINE = _fields({"hostname": (_string, False), "os": (_string, False), "python": (_string, False),
-                    "inventory": (_json_object, False), "software": (_json_object, False),
-                    "environment": (_json_object, False)}, open_ended=True)
-
-
-def _run_id(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not _RUN_ID.match(value):
-        raise _expected(path, "a run id (letters, digits, . _ : -; at most 64; not latest...)", value)
-    return value
-
-
-def _status(value: Any, path: str) -> str:
-    if value not in RUN_STATUSES:
-        raise _expected(path, " or ".join(f'"{s}"' for s in RUN_STATUSES), value)
-    return value
-
-
-_RUN = _fields({
-    "id": (_run_id, True), "started_at": (_time, True), "finished_at": (_optional_time, False),
-    "status": (_status, True), "accelbench_version": (_string, True),
-    "selection": (_json_object, False), "machine": (_MACHINE, True), "tags": (_tags, False),
-    "results": (_list_of(_RESULT), True), "skips": (_list_of(_SKIP), False)})
-
-
-def _format_version(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _expected(path, "a whole number", value)
-    if value != FORMAT_VERSION:
-        raise _Invalid(path, f"this accelbench reads version {FORMAT_VERSION}, got {value}"
-                             + (" (upgrade accelbench)" if value > FORMAT_VERSION else ""))
-    return value
-
-
-def _format_name(value: Any, path: str) -> str:
-    if value != FORMAT_NAME:
-        raise _expected(path, f'"{FORMAT_NAME}"', value)
-    return value
-
-
-_DOCUMENT = _fields({"format": (_format_name, True), "format_version": (_format_version, True),
-                     "exported_at": (_optional_time, False), "accelbench_version": (_string, False),
-                     "runs": (_list_of(_RUN), True)})
-
-
-def validate_document(doc: Any) -> None:
-    """Raise UsageError naming the JSON path of the first bad field; return None if all is well."""
-    try:
-        if isinstance(doc, dict) and "format" in doc:
-            _format_name(doc["format"], "format")  # a foreign document: say so before anything else
-        _DOCUMENT(doc, "")
-        seen: set[str] = set()
-        for i, run in enumerate(doc["runs"]):
-            if run["id"] in seen:
-                raise _Invalid(f"runs[{i}].id", f"run {run['id']!r} appears twice in the document")
-            seen.add(run["id"])
-    except _Invalid as exc:
-        raise UsageError(str(exc)) from None
 
 
 # -- import -------------------------------------------------------------------------------

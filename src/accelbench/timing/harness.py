@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from accelbench.results import PHASES
 from accelbench.timing import stats
+from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock, clock_resolution_s
 from accelbench.timing.rigor import DEFAULT_RIGOR, Rigor, get_rigor
 from accelbench.units import format_seconds
@@ -75,6 +76,7 @@ class _Run:
     def block_s(self, calls: int) -> float:
         """Seconds for `calls` calls, synchronised before each clock read."""
         call, sync, clock = self.call, self.sync, self.clock
+        checkpoint()  # a stop asked for by a signal, or the spec's deadline, ends the run here
         sync()
         start_s = clock.now()
         for _ in range(calls):

@@ -1,0 +1,174 @@
+"""The shape of a results document, built from the checks in document_check.py; `validate_document`
+is the one entry point (import, gather, compare of files all call it)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from accelbench.devices.model import DEVICE_KINDS, PEAK_METRICS, PROVENANCES
+from accelbench.errors import UsageError
+from accelbench.results import PHASES
+from accelbench.store.document_check import (
+    _PARAM_NAME,
+    _SPEC_NAMES,
+    COUNT,
+    DEVICE_ID,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    LABEL,
+    MAX_BYTES,
+    MAX_ITEMS,
+    MAX_LABEL,
+    MAX_PEAK,
+    MAX_SECONDS,
+    MAX_TEXT,
+    MIN_SAMPLE_S,
+    NON_FINITE,
+    RUN_ID,
+    SAMPLE,
+    SECONDS,
+    WORK,
+    Invalid,
+    boolean,
+    expected,
+    fields,
+    free_object,
+    list_of,
+    mapping,
+    number,
+    one_of,
+    optional,
+    pattern,
+    shown_key,
+    text,
+    time,
+)
+from accelbench.store.schema import RUN_STATUSES
+from accelbench.verdict import VERDICTS
+
+PARAM_VALUE_CHARS = 200
+
+
+def _param_value(value: Any, path: str) -> Any:
+    """A parameter is part of the spec's identity (hashed, compared, shown): a scalar only."""
+    if isinstance(value, str):
+        return LABEL(value, path) if value else value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return number(-2**53, 2**53, whole=True)(value, path)
+    if isinstance(value, float):
+        return number(-1e300, 1e300)(value, path)
+    raise expected(path, "a string, number, true, false or null (a parameter is one value)", value)
+
+
+def _params(value: Any, path: str) -> dict:
+    mapping(pattern(_PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
+            "an object of parameter -> value")(value, path)
+    for name in value:
+        if name in _SPEC_NAMES:  # would clash with Spec.make's own arguments
+            raise Invalid(f"{path}.{name}", "a parameter may not be called " + ", ".join(_SPEC_NAMES))
+    return value
+
+
+_check_samples_one_by_one = list_of(SAMPLE, non_empty=True)
+
+
+def _samples(value: Any, path: str) -> list:
+    """Samples are most of a document: the common case is checked in bulk (C loops), anything
+    unusual item by item, to name it."""
+    if isinstance(value, list) and value and len(value) <= MAX_ITEMS and set(map(type, value)) <= {float, int}:
+        try:
+            # min and max skip a NaN; the sum does not
+            if min(value) >= MIN_SAMPLE_S and max(value) <= MAX_SECONDS and math.isfinite(sum(value)):
+                return value
+        except OverflowError:  # an integer too large for a float
+            pass
+    return _check_samples_one_by_one(value, path)
+
+
+def _phases(value: Any, path: str) -> dict:
+    if not isinstance(value, dict):
+        raise expected(path, "an object of phase -> samples", value)
+    for phase, samples in value.items():
+        if phase not in PHASES:
+            raise Invalid(f"{path}.{shown_key(phase)}", f"unknown phase (accepted: {', '.join(PHASES)})")
+        _samples(samples, f"{path}.{phase}")
+    if "compute" not in value:
+        raise Invalid(f"{path}.compute", "missing (required)")
+    return value
+
+
+def _rel_error(value: Any, path: str) -> Any:
+    if isinstance(value, str):
+        return one_of(NON_FINITE, 'a number >= 0, "nan" or "inf"')(value, path)
+    return number(0, 1e300)(value, path)
+
+
+_SHORT = text(MAX_LABEL)
+_WARNINGS = list_of(text(), max_items=10_000)
+_SPEC = fields({"workload": (LABEL, True), "backend": (LABEL, True), "device": (DEVICE_ID, True),
+                "params": (_params, False)})
+_CHECK = fields({"passed": (boolean, True), "max_rel_error": (_rel_error, True),
+                 "tolerance": (number(0, 1e300), True), "detail": (text(), False),
+                 "device_seen": (optional(_SHORT), False)})
+_RESULT = fields({
+    "spec": (_SPEC, True), "phases_s": (_phases, True), "first_call_s": (SECONDS, True),
+    "work": (fields({"flops": (WORK, True), "bytes_moved": (WORK, True)}), True),
+    "check": (_CHECK, True), "warnings": (_WARNINGS, False),
+    "calls_per_sample": (COUNT, False), "target_met": (boolean, False),
+    "threads": (optional(number(1, 2**20, whole=True)), False), "telemetry": (free_object, False),
+    "extra": (free_object, False), "verdict": (one_of(("", *VERDICTS)), False),
+    "verdict_reasons": (_WARNINGS, False)})
+_SKIP = fields({"spec": (_SPEC, True), "reason": (text(), True)})
+
+# the inventory snapshot (as `accelbench info --json` writes it): devices are rebuilt from it for
+# reports and projections, so their fields are typed; the rest is free-form
+_PEAK = fields({"metric": (one_of(PEAK_METRICS), True), "value": (number(0, MAX_PEAK, above=True), True),
+                "unit": (_SHORT, False), "provenance": (one_of(PROVENANCES), False),
+                "detail": (text(), False), "inputs": (free_object, False)})
+_DEVICE = fields({"id": (DEVICE_ID, True), "kind": (one_of(DEVICE_KINDS), False), "vendor": (_SHORT, False),
+                  "name": (LABEL, False), "source": (_SHORT, False),
+                  "memory_bytes": (optional(number(0, MAX_BYTES, whole=True)), False),
+                  "properties": (free_object, False), "peaks": (list_of(_PEAK, max_items=100), False),
+                  "reach": (mapping(_SHORT, _SHORT, "an object of backend -> device id"), False),
+                  "warnings": (_WARNINGS, False)}, open_ended=True)
+_INVENTORY = fields({"devices": (list_of(_DEVICE, max_items=1000), False)}, open_ended=True)
+_MACHINE = fields({"hostname": (text(255), False), "os": (_SHORT, False), "python": (_SHORT, False),
+                   "inventory": (_INVENTORY, False), "software": (free_object, False),
+                   "environment": (free_object, False)}, open_ended=True)
+_TAGS = mapping(text(MAX_LABEL, non_empty=True), text(MAX_TEXT), "an object of tag -> text")
+_RUN = fields({
+    "id": (RUN_ID, True), "started_at": (time, True), "finished_at": (optional(time), False),
+    "status": (one_of(RUN_STATUSES), True), "accelbench_version": (_SHORT, True),
+    "selection": (free_object, False), "machine": (_MACHINE, True), "tags": (_TAGS, False),
+    "results": (list_of(_RESULT), True), "skips": (list_of(_SKIP), False)})
+
+
+def _format_version(value: Any, path: str) -> int:
+    number(0, 2**31, whole=True)(value, path)
+    if value != FORMAT_VERSION:
+        raise Invalid(path, f"this accelbench reads version {FORMAT_VERSION}, got {value}"
+                            + (" (upgrade accelbench)" if value > FORMAT_VERSION else ""))
+    return value
+
+
+_FORMAT_NAME = one_of((FORMAT_NAME,), f'"{FORMAT_NAME}"')
+_DOCUMENT = fields({"format": (_FORMAT_NAME, True), "format_version": (_format_version, True),
+                    "exported_at": (optional(time), False), "accelbench_version": (_SHORT, False),
+                    "runs": (list_of(_RUN), True)})
+
+
+def validate_document(doc: Any) -> None:
+    """Raise UsageError naming the JSON path of the first bad field; return None if all is well."""
+    try:
+        if isinstance(doc, dict) and "format" in doc:
+            _FORMAT_NAME(doc["format"], "format")  # a foreign document: say so before anything else
+        _DOCUMENT(doc, "")
+        seen: set[str] = set()
+        for i, run in enumerate(doc["runs"]):
+            if run["id"] in seen:
+                raise Invalid(f"runs[{i}].id", f"run {run['id']!r} appears twice in the document")
+            seen.add(run["id"])
+    except Invalid as exc:
+        raise UsageError(str(exc)) from None
