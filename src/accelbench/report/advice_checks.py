@@ -52,6 +52,14 @@ def check_failures(rows: list[Row]) -> list[Finding]:
             f"its time is not counted."),
             {"series": series_label(row.spec), "workload": row.spec.workload,
              "rel_error": check.max_rel_error, "tolerance": check.tolerance}))
+    for row in rows:
+        m = row.measurement
+        if m.check.passed and not m.valid:  # passed its check, invalid all the same (rate, sync, placement)
+            out.append(Finding("invalid", WARNING, (
+                f"{row.spec.workload} {_params(row.spec)} on {series_label(row.spec)} is invalid: "
+                f"{'; '.join(m.verdict_reasons)}. Its time is not counted."),
+                {"series": series_label(row.spec), "workload": row.spec.workload,
+                 "reasons": list(m.verdict_reasons)}))
     return out
 
 
