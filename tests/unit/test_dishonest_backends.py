@@ -187,7 +187,7 @@ def _assert_counts_nowhere(m, reason_part):
 ])
 def test_backends_that_skip_or_cache_work_end_invalid(cheat, reason):
     # no peak known: the check of the timed work alone must catch them, not the rate gate
-    m = _measure(cheat(), devices={}, n=400, dtype="float64")
+    m = _measure(cheat(), devices={}, n=800, dtype="float64")
     _assert_counts_nowhere(m, reason)
 
 

@@ -29,7 +29,7 @@ from accelbench.verdict import INVALID, UNVERIFIED, VALID, Finding
 # touch), but not by this much: then the timed calls did less than the work. Each attempt pairs
 # the fresh call with a warm one right after it, so a burst of load slows both; the best of a few
 # attempts decides.
-FRESH_FACTOR = 10.0
+FRESH_FACTOR = 5.0
 FRESH_SLACK_S = 1e-4
 FRESH_ATTEMPTS = 3
 

@@ -40,6 +40,7 @@ class Rotation:
         self.turn = -1
         self.made = count
         self.settle: Callable[[Any], None] | None = None
+        self.fill: Callable[[Any], bool] | None = None
 
     @property
     def current(self) -> Variant:
@@ -78,12 +79,15 @@ class Rotation:
         upcoming = (self.turn + 1) % len(self.variants)
         self.variants[upcoming] = self.make(self.made)
         self.made += 1
+        variant = self.variants[upcoming]
+        if self.fill and variant.out is not None:
+            self.fill(variant.out)  # its first touch (page faults) is not the call's time either
         if self.settle:
-            self.settle(self.variants[upcoming].inputs)  # an asynchronous upload is not the call's time
+            self.settle(variant.inputs)  # an asynchronous upload is not the call's time
 
     def prepared(self, backend, **fields: Any) -> "Prepared":
         """The Prepared of a rotating workload: its compute op, check, poison and refresh wired in."""
-        self.settle = backend.wait_for
+        self.settle, self.fill = backend.wait_for, backend.fill_nan
         op = fields.pop("op")
         return Prepared(compute=lambda: self.call(op), check_output=lambda _: self.check(),
                         poison=lambda: self.poison(backend.fill_nan), refresh=self.refresh,
