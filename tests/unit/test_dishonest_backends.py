@@ -265,3 +265,16 @@ def test_the_verdict_and_its_reasons_are_stored(tmp_path):
 def test_a_valid_result_keeps_valid():
     m = _measure(NumpyBackend(), n=128, dtype="float64")
     assert m.status in (VALID, "noisy")
+
+
+@pytest.mark.parametrize("end_to_end_s, status", [(0.0035, None), (0.012, "noisy"), (0.05, "invalid")])
+def test_phases_that_do_not_add_up_are_flagged(end_to_end_s, status):
+    from accelbench.results import Check, Measurement, Work
+    from accelbench.runner.execute import phase_findings
+
+    m = Measurement(Spec.make("stream", "pyopencl", "opencl:0:0", n=10, dtype="float64"),
+                    {"to_device": (1e-3,) * 6, "compute": (1e-3,) * 6, "to_host": (1e-3,) * 6,
+                     "end_to_end": (end_to_end_s,) * 6}, 0.0, Work(0, 1), Check(True, 0.0, 1e-10))
+    found = phase_findings(m)
+    assert [f.status for f in found] == ([status] if status else [])
+    assert all("do not add up" in f.reason for f in found)
