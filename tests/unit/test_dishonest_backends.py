@@ -278,3 +278,21 @@ def test_phases_that_do_not_add_up_are_flagged(end_to_end_s, status):
     found = phase_findings(m)
     assert [f.status for f in found] == ([status] if status else [])
     assert all("do not add up" in f.reason for f in found)
+
+
+def test_a_monte_carlo_workload_that_repeats_its_draws_is_invalid():
+    """A statistic drawn afresh each call: a backend handing back the same result twice is caught."""
+    from accelbench.runner.audit import Capture, audit
+    from accelbench.timing.clock import PerfCounterClock
+    from accelbench.workloads.registry import get_workload
+
+    backend = NumpyBackend()
+    honest = get_workload("montecarlo").prepare(backend, "cpu", {"n": 1 << 14, "dtype": "float64"}, 5)
+    cached = get_workload("montecarlo").prepare(backend, "cpu", {"n": 1 << 14, "dtype": "float64"}, 5)
+    first = cached.compute()
+    cached.compute = lambda: first  # every later call returns the first call's sums
+    for prepared, invalid in ((honest, False), (cached, True)):
+        capture = Capture(prepared.compute)
+        result = audit(prepared, capture, lambda: None, PerfCounterClock(), "cpu", calls_per_sample=1,
+                       median_s=1e-3, overhead_s=0.0, to_host=backend.to_host)
+        assert any("identical results" in f.reason for f in result.findings) == invalid

@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
+
 from accelbench.backends.placement import observe
 from accelbench.results import Check
 from accelbench.timing.checkpoint import checkpoint
@@ -53,10 +55,13 @@ class AuditResult:
 
 
 def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
-          calls_per_sample: int, median_s: float, overhead_s: float) -> AuditResult:
+          calls_per_sample: int, median_s: float, overhead_s: float,
+          to_host: Callable[[Any], Any] | None = None) -> AuditResult:
     findings: list[Finding] = []
     fresh_s = None
     if prepared.check_output is None:
+        if prepared.draws_afresh and to_host is not None:
+            findings += _repeated_draws(capture, synchronize, to_host)
         check = prepared.verify()
     else:
         if prepared.poison:
@@ -74,6 +79,25 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
     check, placement = _observed(prepared, capture.last, check, device)
     findings += placement
     return AuditResult(check, findings, fresh_s)
+
+
+def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host: Callable[[Any], Any]
+                    ) -> list[Finding]:
+    """Two timed calls of a workload that draws afresh each call cannot return identical results."""
+    def host(output: Any) -> list:
+        parts = output if isinstance(output, tuple) else (output,)
+        return [np.asarray(to_host(part)) for part in parts]
+
+    outputs = []
+    for _ in range(2):
+        capture()
+        synchronize()
+        outputs.append(host(capture.last))
+    first, second = outputs
+    if len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second)):
+        return [Finding(INVALID, "two timed calls returned identical results though each draws new random "
+                                 "numbers: the backend may cache results or skip work")]
+    return []
 
 
 def _block(capture: Capture, synchronize: Callable[[], object], clock: Clock, calls: int) -> float:

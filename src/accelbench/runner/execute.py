@@ -162,7 +162,7 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
         if call is not None:
             timings[phase] = measure(call, synchronize, clock=clock, rigor=phase_rigor(rigor))
     audited = audit(prepared, capture, synchronize, clock, device, calls_per_sample=compute.calls_per_sample,
-                    median_s=compute.summary.median_s, overhead_s=compute.overhead_s)
+                    median_s=compute.summary.median_s, overhead_s=compute.overhead_s, to_host=backend.to_host)
     warnings = list(compute.warnings)
     for phase, timing in timings.items():
         if phase != "compute":

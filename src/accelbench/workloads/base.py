@@ -45,6 +45,8 @@ class Prepared:
     unverified: str | None = None
     #: input sets the timed calls rotate through (workloads/rotation.py)
     variants: int = 1
+    #: each call draws new random numbers (a Monte Carlo estimate), so two calls' outputs must differ
+    draws_afresh: bool = False
 
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:

@@ -154,7 +154,8 @@ class MCMC(StatsWorkload):
 
         return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) |
                        {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps,
-                        "launches_per_call": (1 if ops.kind == "jax" else ARRAY_OPS_PER_STEP) * steps})
+                        "launches_per_call": (1 if ops.kind == "jax" else ARRAY_OPS_PER_STEP) * steps},
+                       draws_afresh=True)
 
     def prepare_kernels(self, runner, params, seed):
         chains, steps = params["chains"], params["steps"]

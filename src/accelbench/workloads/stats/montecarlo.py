@@ -90,7 +90,8 @@ class MonteCarlo(StatsWorkload):
             sums = [value for array in arrays for value in ops.to_host64(array)]
             return self.judge(sums, n, dtype, ops.backend.location(arrays[0]), ops.device)
 
-        return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) | OPTION)
+        return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) | OPTION,
+                       draws_afresh=True)
 
     def prepare_kernels(self, runner, params, seed):
         n, dtype = params["n"], params["dtype"]

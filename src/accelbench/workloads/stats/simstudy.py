@@ -129,7 +129,8 @@ class SimStudy(StatsWorkload):
             return self.judge(counts, replicates, dtype, also_float64, ops.backend.location(result), ops.device)
 
         return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) |
-                       {"effect_sizes": list(EFFECT_SIZES), "alpha": ALPHA, "critical_t": critical})
+                       {"effect_sizes": list(EFFECT_SIZES), "alpha": ALPHA, "critical_t": critical},
+                       draws_afresh=True)
 
     def prepare_kernels(self, runner, params, seed):
         replicates = params["replicates"]
