@@ -90,8 +90,9 @@ def by_pyperf(n: int):
 
 def paired_with_hand_loop(a, b, c, pairs: int, budget_s: float = 1.0) -> list[float]:
     """accelbench and the hand loop alternated in short windows: drift of the machine cancels."""
-    from accelbench.timing.rigor import RIGORS
     import dataclasses
+
+    from accelbench.timing.rigor import RIGORS
 
     rigor = dataclasses.replace(RIGORS["standard"], budget_s=budget_s, target_rel_ci=0.005)
     ratios = []

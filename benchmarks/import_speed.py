@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from synthetic_results import timed  # noqa: E402
+
 TARGET_S = 10.0
 PER_RUN = 10_000
 
@@ -51,17 +53,6 @@ with Store(sys.argv[1]) as store:
         store.add_result(run_id, m)
     print(time.perf_counter() - t0)
 """
-
-
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system) of a command: on a shared machine the CPU
-    figure is the steadier one, the wall figure what a user waits."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-    elapsed = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _env(src: Path) -> dict[str, str]:

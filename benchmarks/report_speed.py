@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from synthetic_results import timed  # noqa: E402
+
 TARGET_S = 10.0
 
 PARTS = r"""
@@ -50,17 +52,6 @@ def build(db_path: Path, src: Path, runs: int, per_run: int) -> list[str]:
             f"with Store({str(db_path)!r}) as st: print(json.dumps(s.fill_store(st, {runs}, {per_run})))")
     out = subprocess.run([sys.executable, "-c", code], env=_env(src), capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
-
-
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system) of a command: on a shared machine the CPU
-    figure is the steadier one, the wall figure what a user waits."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-    elapsed = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _env(src: Path) -> dict[str, str]:

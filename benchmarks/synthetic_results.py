@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 import random
+import resource
+import subprocess
+import time
 from typing import Any
 
 from accelbench.results import Check, Measurement, Spec, Work
@@ -120,3 +123,15 @@ def fill_store(store, runs: int, results_per_run: int, seed: int = 0) -> list[st
                           skips=())
         ids.append(run_id)
     return ids
+
+
+# -- timing a command (shared by the speed benchmarks) --
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of a command: on a shared machine the CPU
+    figure is the steadier one, the wall figure what a user waits."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
