@@ -10,8 +10,10 @@ After the harness has timed a workload (its calls rotating through input sets, w
 3. where the output lives is read from the array itself (backends/placement.py), not from the
    backend's claim.
 
-Workloads that cannot rotate inputs (deep learning, statistics) keep their own `verify`; their
-placement is still observed on what the last timed call returned.
+Workloads that draw new random numbers every call (Monte Carlo) are judged on the last timed
+call's estimate, after two timed calls have been shown to differ. A workload without
+`check_output` (a plugin's) is judged by its own `verify`; its placement is still observed on
+what the last timed call returned.
 """
 from __future__ import annotations
 
@@ -59,9 +61,9 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
           to_host: Callable[[Any], Any] | None = None) -> AuditResult:
     findings: list[Finding] = []
     fresh_s = None
+    if prepared.draws_afresh and to_host is not None:
+        findings += _repeated_draws(capture, synchronize, to_host)
     if prepared.check_output is None:
-        if prepared.draws_afresh and to_host is not None:
-            findings += _repeated_draws(capture, synchronize, to_host)
         check = prepared.verify()
     else:
         if prepared.poison:

@@ -48,6 +48,19 @@ class Prepared:
     #: each call draws new random numbers (a Monte Carlo estimate), so two calls' outputs must differ
     draws_afresh: bool = False
 
+    def called_and_checked(self, synchronize: Callable[[], object]) -> Check:
+        """One call per input set, as an audited block makes them, and the check of what they
+        returned (what a test or a one-off check needs; the runner's audit does more)."""
+        if self.check_output is None:
+            self.compute()
+            synchronize()
+            return self.verify() if self.verify else Check(False, float("inf"), 0.0, "no check")
+        output = None
+        for _ in range(max(1, self.variants)):
+            output = self.compute()
+        synchronize()
+        return self.check_output(output)
+
     def end_to_end(self) -> Callable[[], Any] | None:
         if self.to_device is None and self.to_host is None:
             return None

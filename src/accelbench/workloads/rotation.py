@@ -28,6 +28,9 @@ class Variant:
     out: Any = None                   # an output buffer on the device, where the op writes into one
     last: Any = None                  # what the last call on this variant returned
     hosts: list[np.ndarray] = field(default_factory=list)  # the inputs' host values (for transfers)
+    key: int = 0                      # which variant this is: 0, 1, ... (refreshed ones count on)
+    #: frees what the variant holds outside its own fields (a kernel runner's buffers), once replaced
+    drop: Callable[[], None] | None = None
 
 
 class Rotation:
@@ -36,11 +39,16 @@ class Rotation:
     def __init__(self, make: Callable[[int], Variant], judge: Callable[[Any, Variant], Check],
                  count: int = VARIANTS) -> None:
         self.make, self.judge = make, judge
-        self.variants = [make(k) for k in range(count)]
+        self.variants = [self._made(k) for k in range(count)]
         self.turn = -1
         self.made = count
         self.settle: Callable[[Any], None] | None = None
         self.fill: Callable[[Any], bool] | None = None
+
+    def _made(self, key: int) -> Variant:
+        variant = self.make(key)
+        variant.key = key
+        return variant
 
     @property
     def current(self) -> Variant:
@@ -77,7 +85,10 @@ class Rotation:
     def refresh(self) -> None:
         """The variant the next call uses gets inputs never seen before (new arrays, new values)."""
         upcoming = (self.turn + 1) % len(self.variants)
-        self.variants[upcoming] = self.make(self.made)
+        replaced = self.variants[upcoming]
+        if replaced.drop:
+            replaced.drop()
+        self.variants[upcoming] = self._made(self.made)
         self.made += 1
         variant = self.variants[upcoming]
         if self.fill and variant.out is not None:
@@ -94,4 +105,7 @@ class Rotation:
                         release=self.release, variants=len(self.variants), **fields)
 
     def release(self) -> None:
+        for variant in self.variants:
+            if variant.drop:
+                variant.drop()
         self.variants.clear()

@@ -2,10 +2,12 @@
 
 Each workload is written once against the backend's array namespace (`prepare_arrays`), and, where
 a kernel exists, once more as OpenCL for the kernel-only pyopencl backend (`prepare_kernels`).
-`verify` computes the result again from the recorded seed, compares it with the exact value or the
-float64 reference, and keeps the figures so `metrics` reports what the check saw: the error of this
-dtype next to the speed, the trade-off seed 000 asks about ("single precision, if it does not
-affect the result substantially").
+The check judges what the timed calls returned (runner/audit.py): workloads that draw new random
+numbers each call are judged on the last timed call's estimate (`checked`); deterministic ones rotate
+input sets through the timed calls (`JudgedRotation`, workloads/rotation.py), so caching by input or
+a stale output cannot pass. Each judgement also keeps its figures, so `metrics` reports what the
+check saw: the error of this dtype next to the speed, the trade-off seed 000 asks about ("single
+precision, if it does not affect the result substantially").
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any, Callable
 from accelbench.errors import Unsupported
 from accelbench.results import Check
 from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.rotation import Rotation, Variant
 from accelbench.workloads.stats.arrays import ArrayOps, require_dtype
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -49,24 +52,50 @@ class StatsWorkload(Workload):
         raise NotImplementedError
 
 
-def checked(compute: Callable[[], Any], evaluate: Callable[[], tuple[Check, dict]], base_metrics: dict,
-            **prepared: Any) -> Prepared:
-    """A Prepared whose verify runs `evaluate` (-> Check, figures) and whose metrics add the figures.
+Judgement = Callable[..., "tuple[Check, dict]"]
 
-    `base_metrics` (seed, sizes, items_per_call ...) are reported even if verification never ran.
+
+def checked(compute: Callable[[], Any], judge_output: Callable[[Any], tuple[Check, dict]], base_metrics: dict,
+            *, figures: Callable[[], dict] | None = None, **prepared: Any) -> Prepared:
+    """A Prepared whose check judges what a timed call returned (`judge_output(output)` -> Check, figures).
+
+    `figures`, where given, is an untimed extra computation whose figures join the metrics (the same
+    draws in float64, say); it never decides the check. `base_metrics` (seed, sizes, items_per_call
+    ...) are reported even if the check never ran.
     """
     seen: dict = {}
 
-    def verify() -> Check:
-        check, figures = evaluate()
+    def check_output(output: Any) -> Check:
+        check, found = judge_output(output)
         seen.clear()
-        seen.update(figures)
+        seen.update(found)
+        if figures is not None and check.passed:
+            seen.update(figures())
         return check
 
-    def metrics() -> dict:
-        return {**base_metrics, **seen}
+    return Prepared(compute=compute, check_output=check_output, metrics=lambda: {**base_metrics, **seen},
+                    **prepared)
 
-    return Prepared(compute=compute, verify=verify, metrics=metrics, **prepared)
+
+class JudgedRotation(Rotation):
+    """A Rotation whose judge(output, variant) also returns figures; the metrics show those of the
+    first input set judged (variant 0: the workload as documented, refreshed sets differ in values)."""
+
+    def __init__(self, make: Callable[[int], Variant], judge: Judgement, base_metrics: dict) -> None:
+        self.judge_with_figures, self.base_metrics = judge, base_metrics
+        self.figures: dict[int, dict] = {}
+        super().__init__(make, self._judged)
+
+    def _judged(self, output: Any, variant: Variant) -> Check:
+        check, found = self.judge_with_figures(output, variant)
+        self.figures[variant.key] = found
+        return check
+
+    def metrics(self) -> dict:
+        return {**self.base_metrics, **(self.figures[min(self.figures)] if self.figures else {})}
+
+    def prepared(self, backend, **fields: Any) -> Prepared:
+        return super().prepared(backend, metrics=self.metrics, **fields)
 
 
 def base_metrics(workload: StatsWorkload, params: dict, seed: int, generator: str) -> dict:

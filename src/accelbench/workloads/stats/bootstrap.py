@@ -11,7 +11,8 @@ is the one checked (1/n-order allowance) and the classical one is reported besid
 Carlo error of an SE from B replicates is √((κ−1)/(4B)) relative (κ: the replicates' kurtosis), and
 the limits are 4.5 of those.
 The timed call is the gather and the statistics: it is memory-bound (every resample reads n values
-at random places), the opposite of montecarlo.
+at random places), the opposite of montecarlo. The timed calls alternate between data sets and
+index matrices of their own seeds (workloads/rotation.py), so an output cached from another call fails.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, ArrayOps, HostOps
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
+from accelbench.workloads.rotation import SEED_STRIDE, Variant
+from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions, relative_error
 from accelbench.workloads.stats.rng import device_random, generator_name
 from accelbench.workloads.verify import TOLERANCE
@@ -114,52 +116,68 @@ class Bootstrap(StatsWorkload):
 
     def prepare_arrays(self, ops: ArrayOps, params, seed):
         stat, dtype, n, resamples = params["stat"], params["dtype"], params["n"], params["resamples"]
-        host_x, host_y = host_data(seed, n)
-        state = {"x": ops.put(host_x, dtype), "y": ops.put(host_y, dtype),
-                 "indices": device_random(ops, seed + 1).integers(n, (resamples, n))}
-        host_indices = np.asarray(ops.backend.to_host(state["indices"]), dtype=np.int64)
-        reference = bootstrap_replicates(HostOps(), stat, host_x, host_y, host_indices)
 
-        def compute():
-            return ops.ready(bootstrap_replicates(ops, stat, state["x"], state["y"], state["indices"]))
+        def make(key):
+            host_x, host_y = host_data(seed + key * SEED_STRIDE, n)
+            indices = device_random(ops, seed + key * SEED_STRIDE + 1).integers(n, (resamples, n))
+            host_indices = np.asarray(ops.backend.to_host(indices), dtype=np.int64)
+            return Variant([ops.put(host_x, dtype), ops.put(host_y, dtype), indices], reference=None,
+                           hosts=[host_x, host_y, host_indices])
 
-        def evaluate():
-            result = compute()
-            return self.judge(stat, dtype, ops.to_host64(result), reference, host_x, host_y,
-                              ops.backend.location(result), ops.device)
+        def judge(output, variant):
+            return self._judged(stat, dtype, ops.to_host64(output), variant, ops.backend.location(output), ops.device)
+
+        rotation = JudgedRotation(make, judge, base_metrics(self, params, seed + 1, generator_name(ops)))
 
         def to_device():
-            state["x"], state["y"] = ops.put(host_x, dtype), ops.put(host_y, dtype)
-            return state["y"]
+            variant = rotation.upcoming
+            variant.inputs[:2] = [ops.put(variant.hosts[0], dtype), ops.put(variant.hosts[1], dtype)]
+            return variant.inputs[1]
 
         shared = ops.backend.shares_host_memory(ops.device)
-        return checked(compute, evaluate, base_metrics(self, params, seed + 1, generator_name(ops)),
-                       to_device=None if shared else to_device,
-                       to_host=None if shared else (lambda: ops.backend.to_host(compute())),
-                       release=state.clear)
+        return rotation.prepared(ops.backend, op=lambda v: ops.ready(bootstrap_replicates(ops, stat, *v.inputs)),
+                                 to_device=None if shared else to_device,
+                                 to_host=None if shared else (lambda: ops.backend.to_host(rotation.current.last)))
 
     def prepare_kernels(self, runner, params, seed):
         stat, dtype, n, resamples = params["stat"], params["dtype"], params["n"], params["resamples"]
         if stat not in ("mean", "ols"):
             raise Unsupported(f"the OpenCL bootstrap kernel computes the mean and the OLS slope, not the {stat} "
                               "(a selection per resample would hold n values in each work-item)")
-        host_x, host_y = host_data(seed, n)
-        runner.upload("x", host_x)
-        runner.upload("y", host_y)
-        host_indices = runner.resample_indices(resamples, n, seed + 1)  # made on the device, once
-        reference = bootstrap_replicates(HostOps(), stat, host_x, host_y, host_indices)
 
-        def evaluate():
-            return self.judge(stat, dtype, runner.bootstrap(stat, resamples, n), reference, host_x, host_y,
-                              runner.location(), runner.device)
+        def make(key):
+            host_x, host_y = host_data(seed + key * SEED_STRIDE, n)
+            runner.slot = key
+            inputs = [runner.upload("x", host_x), runner.upload("y", host_y)]
+            host_indices = runner.resample_indices(resamples, n, seed + key * SEED_STRIDE + 1)  # on the device
+            return Variant(inputs, reference=None, hosts=[host_x, host_y, host_indices],
+                           drop=lambda: runner.release_slot(key))
+
+        def op(variant):
+            runner.slot = variant.key
+            return runner.bootstrap(stat, resamples, n, keep_on_device=True)
+
+        def judge(output, variant):
+            replicates = np.asarray(runner.backend.to_host(output), dtype=np.float64)
+            return self._judged(stat, dtype, replicates, variant, runner.backend.location(output), runner.device)
+
+        rotation = JudgedRotation(make, judge, base_metrics(self, params, seed + 1, runner.generator))
 
         def to_device():
-            runner.upload("x", host_x)
-            return runner.upload("y", host_y)
+            variant = rotation.upcoming
+            runner.slot = variant.key
+            variant.inputs = [runner.upload("x", variant.hosts[0]), runner.upload("y", variant.hosts[1])]
+            return variant.inputs[1]
 
-        return checked(lambda: runner.bootstrap(stat, resamples, n, keep_on_device=True), evaluate,
-                       base_metrics(self, params, seed + 1, runner.generator),
-                       to_device=to_device, to_host=runner.fetch_last, release=runner.release)
+        return rotation.prepared(runner.backend, op=op, to_device=to_device,
+                                 to_host=lambda: runner.backend.to_host(rotation.current.last))
+
+    def _judged(self, stat, dtype, replicates, variant: Variant, device_seen, device_asked):
+        """The judgement against this input set's float64 replicates (made on first use)."""
+        host_x, host_y, host_indices = variant.hosts
+        if variant.reference is None:
+            variant.reference = bootstrap_replicates(HostOps(), stat, host_x, host_y, host_indices)
+        return self.judge(stat, dtype, replicates, variant.reference, host_x, host_y, device_seen, device_asked)
 
     def judge(self, stat, dtype, replicates, reference, host_x, host_y, device_seen, device_asked):
         conditions = Conditions(f"bootstrap {stat} over {reference.size} resamples in {dtype}")

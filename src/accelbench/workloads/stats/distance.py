@@ -7,8 +7,10 @@ n²·(2d + 6) operations follow). The array version uses the matmul trick ‖x�
 block of rows at a time (memory stays at one block × n); the OpenCL kernel takes direct differences,
 staging blocks of points in local memory. The bandwidth is the median heuristic h² = d, where a
 typical exponent is about −1, so no kernel value under- or overflows in any dtype.
-The float64 reference is computed once per (n, d, seed) on the host from the float64 points; the
-matmul trick's cancellation in low precision is what `rel_error_vs_float64` measures.
+The float64 reference is computed once per (n, d, seed) on the host from the float64 points, when
+an output is checked; the matmul trick's cancellation in low precision is what
+`rel_error_vs_float64` measures. The timed calls alternate between point sets of their own seeds
+(workloads/rotation.py), so an output cached from another call fails.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from accelbench.results import Work
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
+from accelbench.workloads.rotation import SEED_STRIDE, Variant
+from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions
 from accelbench.workloads.verify import TOLERANCE
 
@@ -49,7 +52,7 @@ def kernel_means(ops, points, bandwidth2: float):
     return ops.concat(parts)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def reference_means(n: int, dimensions: int, seed: int) -> np.ndarray:
     """The float64 s_i on the host (matmul trick in float64: ~1e-15 of ‖x‖², far below any limit)."""
     from accelbench.workloads.stats.arrays import HostOps
@@ -83,37 +86,54 @@ class Distance(StatsWorkload):
 
     def prepare_arrays(self, ops, params, seed):
         n, d, dtype = params["n"], params["d"], params["dtype"]
-        host = host_points(n, d, seed)
-        state = {"points": ops.put(host, dtype)}
 
-        def compute():
-            return ops.ready(kernel_means(ops, state["points"], bandwidth_squared(d)))
+        def make(key):
+            host = host_points(n, d, seed + key * SEED_STRIDE)
+            return Variant([ops.put(host, dtype)], reference=None, hosts=[host])
 
-        def evaluate():
-            result = compute()
-            return self.judge(ops.to_host64(result), n, d, dtype, seed, ops.backend.location(result), ops.device)
+        def judge(output, variant):
+            return self.judge(ops.to_host64(output), n, d, dtype, seed + variant.key * SEED_STRIDE,
+                              ops.backend.location(output), ops.device)
+
+        rotation = JudgedRotation(make, judge, base_metrics(self, params, seed, "numpy PCG64 on the host (inputs)"))
 
         def to_device():
-            state["points"] = ops.put(host, dtype)
-            return state["points"]
+            variant = rotation.upcoming
+            variant.inputs = [ops.put(variant.hosts[0], dtype)]
+            return variant.inputs[0]
 
         shared = ops.backend.shares_host_memory(ops.device)
-        return checked(compute, evaluate, base_metrics(self, params, seed, "numpy PCG64 on the host (inputs)"),
-                       to_device=None if shared else to_device,
-                       to_host=None if shared else (lambda: ops.backend.to_host(compute())), release=state.clear)
+        return rotation.prepared(ops.backend, op=lambda v: ops.ready(kernel_means(ops, v.inputs[0], bandwidth_squared(d))),
+                                 to_device=None if shared else to_device,
+                                 to_host=None if shared else (lambda: ops.backend.to_host(rotation.current.last)))
 
     def prepare_kernels(self, runner, params, seed):
         n, d, dtype = params["n"], params["d"], params["dtype"]
-        runner.upload("points", host_points(n, d, seed))
 
-        def evaluate():
-            result = runner.kernel_means("points", n, d, bandwidth_squared(d))
-            return self.judge(np.asarray(result, dtype=np.float64), n, d, dtype, seed, runner.location(), runner.device)
+        def make(key):
+            host = host_points(n, d, seed + key * SEED_STRIDE)
+            runner.slot = key
+            return Variant([runner.upload("points", host)], reference=None, hosts=[host],
+                           drop=lambda: runner.release_slot(key))
 
-        return checked(lambda: runner.kernel_means("points", n, d, bandwidth_squared(d), keep_on_device=True),
-                       evaluate, base_metrics(self, params, seed, "numpy PCG64 on the host (inputs)"),
-                       to_device=lambda: runner.upload("points", host_points(n, d, seed)),
-                       to_host=runner.fetch_last, release=runner.release)
+        def op(variant):
+            runner.slot = variant.key
+            return runner.kernel_means("points", n, d, bandwidth_squared(d), keep_on_device=True)
+
+        def judge(output, variant):
+            return self.judge(np.asarray(runner.backend.to_host(output), dtype=np.float64), n, d, dtype,
+                              seed + variant.key * SEED_STRIDE, runner.backend.location(output), runner.device)
+
+        rotation = JudgedRotation(make, judge, base_metrics(self, params, seed, "numpy PCG64 on the host (inputs)"))
+
+        def to_device():
+            variant = rotation.upcoming
+            runner.slot = variant.key
+            variant.inputs = [runner.upload("points", variant.hosts[0])]
+            return variant.inputs[0]
+
+        return rotation.prepared(runner.backend, op=op, to_device=to_device,
+                                 to_host=lambda: runner.backend.to_host(rotation.current.last))
 
     def judge(self, result, n, d, dtype, seed, device_seen, device_asked):
         reference = reference_means(n, d, seed)

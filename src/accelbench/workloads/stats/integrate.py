@@ -8,18 +8,35 @@ weighted sum is reduced there. The check allows the rule's own truncation error 
 it fails on a wrong rule or a broken reduction, not on float32 being float32. The error against the
 exact value is the figure the report shows next to points/s: float32 keeps about 7 significant
 digits of float64's 16 here (`correct_digits`), which a normalising constant may or may not afford.
+The timed calls alternate between upper limits (2, 2 + 1/64, ...; runner/audit.py): each limit has
+its own exact value, so a result cached from another call fails. φ's second and fourth derivatives
+are largest at 0, so the truncation bounds hold for every upper limit.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from accelbench.results import Work
+from accelbench.workloads.rotation import Variant
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
+from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions, relative_error
 
 LOWER, UPPER = 0.0, 2.0
-EXACT = math.erf(UPPER / math.sqrt(2.0)) / 2.0 - math.erf(LOWER / math.sqrt(2.0)) / 2.0
+UPPER_STEP = 1.0 / 64  # input set k integrates up to UPPER + k·UPPER_STEP
+
+
+def exact_integral(upper: float = UPPER) -> float:
+    return math.erf(upper / math.sqrt(2.0)) / 2.0 - math.erf(LOWER / math.sqrt(2.0)) / 2.0
+
+
+def upper_limit(key: int) -> float:
+    return UPPER + key * UPPER_STEP
+
+
+EXACT = exact_integral()
 RULES = ("trapezoid", "simpson")
 # max |f''| and max |f''''| of φ on [0, 2], both at x = 0: φ(0) and 3·φ(0)
 PHI0 = 1.0 / math.sqrt(2.0 * math.pi)
@@ -36,25 +53,27 @@ QUICK_INTERVALS = [1 << 20]
 DEFAULT_INTERVALS = [10**6, 10**7]  # up to 10**9 with --sizes (chunked: memory stays flat)
 
 
-def truncation_bound(rule: str, intervals: int) -> float:
-    h = (UPPER - LOWER) / intervals
+def truncation_bound(rule: str, intervals: int, upper: float = UPPER) -> float:
+    width = upper - LOWER
+    h = width / intervals
     if rule == "trapezoid":
-        return (UPPER - LOWER) * h * h * DERIVATIVE_BOUND[rule] / 12.0
-    return (UPPER - LOWER) * h**4 * DERIVATIVE_BOUND[rule] / 180.0
+        return width * h * h * DERIVATIVE_BOUND[rule] / 12.0
+    return width * h**4 * DERIVATIVE_BOUND[rule] / 180.0
 
 
-def rounding_allowance(dtype: str, intervals: int) -> float:
+def rounding_allowance(dtype: str, intervals: int, upper: float = UPPER) -> float:
     ulps = ROUNDING_ULPS + math.sqrt((intervals + 1) / 1024)
-    return min(ulps * EPSILON[dtype], ROUNDING_CAP) * EXACT
+    return min(ulps * EPSILON[dtype], ROUNDING_CAP) * exact_integral(upper)
 
 
 def density(xp, x):
     return xp.exp(-0.5 * x * x)  # 1/√(2π) is applied once, to the sum
 
 
-def chunk_function(ops, rule: str, h: float, dtype: str):
-    """(first index, 0..count-1 as integers) -> the chunk's weighted sum; jitted on jax."""
-    def chunk_sum(start, offsets):
+def chunk_function(ops, rule: str, dtype: str):
+    """(first index, 0..count-1 as integers, step h) -> the chunk's weighted sum; jitted on jax (h is
+    an argument, so another upper limit does not compile again)."""
+    def chunk_sum(start, offsets, h):
         index = offsets + start
         x = LOWER + h * ops.astype(index, dtype)
         # trapezoid: weight 1 inside; Simpson: 4 at odd, 2 at even points (the ends are fixed after)
@@ -63,15 +82,15 @@ def chunk_function(ops, rule: str, h: float, dtype: str):
     return ops.jit(chunk_sum)
 
 
-def weighted_sum(ops, chunk_sum, offsets, rule: str, intervals: int, dtype: str):
+def weighted_sum(ops, chunk_sum, offsets, rule: str, intervals: int, dtype: str, upper: float = UPPER):
     """h-scaled quadrature sum over the grid, in `dtype`, on the device (one 0-d array).
 
     `offsets` is 0..chunk-1 on the device (made once): each chunk adds its first index to it."""
-    h, parts = (UPPER - LOWER) / intervals, []
+    h, parts = (upper - LOWER) / intervals, []
     for start, count in chunk_counts(intervals + 1, offsets.shape[0]):
-        parts.append(chunk_sum(start, offsets if count == offsets.shape[0] else offsets[:count]))
+        parts.append(chunk_sum(start, offsets if count == offsets.shape[0] else offsets[:count], h))
     total = ops.stack(parts).sum() if len(parts) > 1 else parts[0]
-    ends = density(ops.xp, ops.arange(0, 2, dtype) * (UPPER - LOWER) + LOWER).sum()
+    ends = density(ops.xp, ops.arange(0, 2, dtype) * (upper - LOWER) + LOWER).sum()
     if rule == "trapezoid":
         return (total - 0.5 * ends) * (h * PHI0)
     return (total - ends) * (h * PHI0 / 3.0)
@@ -105,36 +124,52 @@ class Integrate(StatsWorkload):
     def prepare_arrays(self, ops, params, seed):
         rule, n, dtype = params["rule"], params["n"], params["dtype"]
         offsets = ops.arange(0, min(n + 1, ops.chunk_elements), ops.index_dtype)
-        chunk_sum = chunk_function(ops, rule, (UPPER - LOWER) / n, dtype)
+        chunk_sum = chunk_function(ops, rule, dtype)
 
-        def compute():
-            return ops.ready(weighted_sum(ops, chunk_sum, offsets, rule, n, dtype))
+        def judge(output, variant):
+            return self.judge(float(ops.to_host64(output)), rule, n, dtype, ops.backend.location(output),
+                              ops.device, upper_limit(variant.key))
 
-        def evaluate():
-            result = compute()
-            return self.judge(float(ops.to_host64(result)), rule, n, dtype, ops.backend.location(result), ops.device)
-
-        return checked(compute, evaluate, base_metrics(self, params, seed, "none (deterministic grid)"))
+        rotation = JudgedRotation(_limits, judge, base_metrics(self, params, seed, "none (deterministic grid)"))
+        return rotation.prepared(ops.backend, op=lambda v: ops.ready(
+            weighted_sum(ops, chunk_sum, offsets, rule, n, dtype, upper_limit(v.key))))
 
     def prepare_kernels(self, runner, params, seed):
         rule, n, dtype = params["rule"], params["n"], params["dtype"]
 
-        def evaluate():
-            value = float(runner.integrate(rule, n, dtype, LOWER, UPPER)[0])
-            return self.judge(value, rule, n, dtype, runner.location(), runner.device)
+        def make(key):
+            variant = _limits(key)
+            variant.drop = lambda: runner.release_slot(key)
+            return variant
 
-        return checked(lambda: runner.integrate(rule, n, dtype, LOWER, UPPER, keep_on_device=True), evaluate,
-                       base_metrics(self, params, seed, "none (deterministic grid)"), to_host=runner.fetch_last)
+        def op(variant):
+            runner.slot = variant.key
+            return runner.integrate(rule, n, dtype, LOWER, upper_limit(variant.key), keep_on_device=True)
 
-    def judge(self, value: float, rule: str, n: int, dtype: str, device_seen: str, device_asked: str):
-        truncation, rounding = truncation_bound(rule, n), rounding_allowance(dtype, n)
-        error = abs(value - EXACT)
-        conditions = Conditions(f"{rule} rule, {n} intervals in {dtype}")
-        conditions.within("integral", error / EXACT, (truncation + rounding) / EXACT,
-                          f"{value:.15g} vs exact {EXACT:.15g}: relative error {error / EXACT:.2e} "
-                          f"(limit {(truncation + rounding) / EXACT:.1e}: truncation {truncation:.1e} "
+        def judge(output, variant):
+            value = float(np.asarray(runner.backend.to_host(output), dtype=np.float64)[0])
+            return self.judge(value, rule, n, dtype, runner.backend.location(output), runner.device,
+                              upper_limit(variant.key))
+
+        rotation = JudgedRotation(make, judge, base_metrics(self, params, seed, "none (deterministic grid)"))
+        return rotation.prepared(runner.backend, op=op, to_host=lambda: runner.backend.to_host(rotation.current.last))
+
+    def judge(self, value: float, rule: str, n: int, dtype: str, device_seen: str, device_asked: str,
+              upper: float = UPPER):
+        exact = exact_integral(upper)
+        truncation, rounding = truncation_bound(rule, n, upper), rounding_allowance(dtype, n, upper)
+        error = abs(value - exact)
+        conditions = Conditions(f"{rule} rule over [0, {upper:g}], {n} intervals in {dtype}")
+        conditions.within("integral", error / exact, (truncation + rounding) / exact,
+                          f"{value:.15g} vs exact {exact:.15g}: relative error {error / exact:.2e} "
+                          f"(limit {(truncation + rounding) / exact:.1e}: truncation {truncation:.1e} "
                           f"+ rounding {rounding:.1e})")
-        figures = {"estimate": value, "exact": EXACT, "abs_error": error, "rel_error": relative_error(value, EXACT),
+        figures = {"estimate": value, "exact": exact, "abs_error": error, "rel_error": relative_error(value, exact),
                    "truncation_bound": truncation, "rounding_allowance": rounding,
-                   "correct_digits": -math.log10(max(error / EXACT, 1e-17))}
+                   "correct_digits": -math.log10(max(error / exact, 1e-17))}
         return conditions.check(device_seen, device_asked), figures
+
+
+def _limits(key: int) -> Variant:
+    """Input set `key`: no arrays, an upper limit of its own and that limit's exact value."""
+    return Variant([], np.array([exact_integral(upper_limit(key))]))

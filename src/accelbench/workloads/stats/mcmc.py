@@ -23,12 +23,14 @@ with 19 degrees of freedom has heavier tails).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.workloads.rotation import SEED_STRIDE
 from accelbench.workloads.stats.base import ITEMSIZE, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions
 from accelbench.workloads.stats.rng import device_random, generator_name
@@ -144,36 +146,36 @@ class MCMC(StatsWorkload):
         batches = SEQUENTIAL_BATCHES if params["variant"] == "sequential" else 1
         timed, functions = device_random(ops, seed), step_functions(ops)
 
-        def compute():
-            return ops.ready(*run_chains(ops, functions, timed, chains, steps, batches, dtype))
-
-        def evaluate():
-            sums, accepted = run_chains(ops, functions, device_random(ops, seed), chains, steps, batches, dtype)
+        def judge(output):
+            sums, accepted = output
             return self.judge(ops.to_host64(sums), ops.to_host64(accepted), params, batches,
                               ops.backend.location(sums), ops.device)
 
-        return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) |
+        return checked(lambda: ops.ready(*run_chains(ops, functions, timed, chains, steps, batches, dtype)), judge,
+                       base_metrics(self, params, seed, generator_name(ops)) |
                        {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps,
                         "launches_per_call": (1 if ops.kind == "jax" else ARRAY_OPS_PER_STEP) * steps},
-                       draws_afresh=True)
+                       draws_afresh=True, placed=lambda output: output[0])
 
     def prepare_kernels(self, runner, params, seed):
         chains, steps = params["chains"], params["steps"]
         batches = SEQUENTIAL_BATCHES if params["variant"] == "sequential" else 1
         burn_in = int(steps * BURN_IN_FRACTION)
+        calls = itertools.count()
 
-        def run(keep_on_device=False):
-            return runner.metropolis(chains, steps, burn_in, batches, seed, STEP, RHO, keep_on_device)
+        def compute():  # each call its own stream: new chains every time, as on the other backends
+            return runner.metropolis(chains, steps, burn_in, batches, seed + next(calls) * SEED_STRIDE, STEP, RHO,
+                                     keep_on_device=True)
 
-        def evaluate():
-            sums, accepted = run()
-            return self.judge(sums, accepted, params, batches, runner.location(), runner.device)
+        def judge(output):
+            sums, accepted = (np.asarray(runner.backend.to_host(part), dtype=np.float64) for part in output)
+            return self.judge(sums, accepted, params, batches, runner.backend.location(output[0]), runner.device)
 
         # one work-item per chain: the sequential variant is one lane walking the whole chain
-        return checked(lambda: run(keep_on_device=True), evaluate,
-                       base_metrics(self, params, seed, runner.generator) |
+        return checked(compute, judge, base_metrics(self, params, seed, runner.generator) |
                        {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps, "launches_per_call": 1},
-                       to_host=runner.fetch_last, release=runner.release)
+                       to_host=runner.fetch_last, release=runner.release, draws_afresh=True,
+                       placed=lambda output: output[0])
 
     def judge(self, sums, accepted, params, batches, device_seen, device_asked):
         steps, chains = params["steps"], params["chains"]

@@ -10,9 +10,13 @@ precision alone adds (`rel_error_vs_float64`) is reported apart from the Monte C
 """
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
+
 from accelbench.results import Work
+from accelbench.workloads.rotation import SEED_STRIDE
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts
 from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, relative_error
@@ -81,30 +85,38 @@ class MonteCarlo(StatsWorkload):
         timed, chunk = device_random(ops, seed), chunk_sums(ops)
         also_float64 = dtype != "float64" and ops.supports("float64")
 
-        def compute():
-            return ops.ready(payoff_sums(ops, chunk, timed, n, dtype))
+        def judge(output):
+            return self.judge(list(ops.to_host64(output)), n, dtype, ops.backend.location(output), ops.device)
 
-        def evaluate():
-            result = payoff_sums(ops, chunk, device_random(ops, seed), n, dtype, also_float64)
-            arrays = result if also_float64 else (result,)
-            sums = [value for array in arrays for value in ops.to_host64(array)]
-            return self.judge(sums, n, dtype, ops.backend.location(arrays[0]), ops.device)
+        def same_draws_in_float64():
+            """Untimed: one more call's draws summed in dtype and in float64 (the cost of precision alone)."""
+            narrow, wide = payoff_sums(ops, chunk, device_random(ops, seed), n, dtype, also_float64=True)
+            sums = [value for array in (narrow, wide) for value in ops.to_host64(array)]
+            return {k: v for k, v in self.judge(sums, n, dtype, "", "")[1].items() if "float64" in k}
 
-        return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) | OPTION,
-                       draws_afresh=True)
+        return checked(lambda: ops.ready(payoff_sums(ops, chunk, timed, n, dtype)), judge,
+                       base_metrics(self, params, seed, generator_name(ops)) | OPTION,
+                       figures=same_draws_in_float64 if also_float64 else None, draws_afresh=True)
 
     def prepare_kernels(self, runner, params, seed):
         n, dtype = params["n"], params["dtype"]
+        calls = itertools.count()
 
-        def evaluate():
-            sums = list(runner.montecarlo_sums(n, seed, dtype, OPTION))
-            if dtype != "float64" and runner.has_float64:
-                sums += list(runner.montecarlo_sums(n, seed, "float64", OPTION))  # the same stream
-            return self.judge(sums, n, dtype, runner.location(), runner.device)
+        def compute():  # each call its own stream: the draws are new every time, as on the other backends
+            return runner.montecarlo_sums(n, seed + next(calls) * SEED_STRIDE, dtype, OPTION, keep_on_device=True)
 
-        return checked(lambda: runner.montecarlo_sums(n, seed, dtype, OPTION, keep_on_device=True), evaluate,
-                       base_metrics(self, params, seed, runner.generator) | OPTION,
-                       to_host=runner.fetch_last)
+        def judge(output):
+            sums = list(np.asarray(runner.backend.to_host(output), dtype=np.float64))
+            return self.judge(sums, n, dtype, runner.backend.location(output), runner.device)
+
+        def same_draws_in_float64():
+            sums = list(runner.montecarlo_sums(n, seed, dtype, OPTION)) + list(
+                runner.montecarlo_sums(n, seed, "float64", OPTION))  # the same stream
+            return {k: v for k, v in self.judge(sums, n, dtype, "", "")[1].items() if "float64" in k}
+
+        return checked(compute, judge, base_metrics(self, params, seed, runner.generator) | OPTION,
+                       figures=same_draws_in_float64 if dtype != "float64" and runner.has_float64 else None,
+                       to_host=runner.fetch_last, draws_afresh=True)
 
     def judge(self, sums, n: int, dtype: str, device_seen: str, device_asked: str):
         """The Check and the figures for the metrics, from [sum, sum², (sum64, sum²64)]."""

@@ -4,6 +4,9 @@ The runner takes the backend's own queue (from an array the backend made), so th
 `backend.synchronize(device)` (queue.finish()) waits for these kernels too. Results stay on the
 device as pyopencl arrays when the timed call asks (keep_on_device=True); otherwise they come back
 as float64 numpy values for the check.
+
+`slot` separates the buffers of the input sets the timed calls rotate through (workloads/rotation.py):
+each slot has its own inputs and outputs, so one set's call never overwrites another's output.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ class KernelRunner:
         self.has_float64 = "float64" in backend.dtypes(device)
         self.arrays: dict[str, Any] = {}
         self._scratch: dict[tuple, Any] = {}
+        self.slot = 0
         self.last: Any = probe
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -49,7 +53,7 @@ class KernelRunner:
     def _array(self, shape: tuple[int, ...], dtype: Any) -> Any:
         """A device array kept per (shape, dtype): timed calls do not allocate (the queue is in order,
         so a call never overwrites what an earlier one is still computing)."""
-        key = (tuple(shape), np.dtype(dtype).name)
+        key = (self.slot, tuple(shape), np.dtype(dtype).name)
         found = self._scratch.get(key)
         if found is None:
             import pyopencl.array as cla
@@ -80,13 +84,25 @@ class KernelRunner:
     def fetch_last(self) -> np.ndarray:
         return self.backend.to_host(self.last)
 
+    def _named(self, name: str) -> str:
+        return name if self.slot == 0 else f"{name}#{self.slot}"
+
     def upload(self, name: str, host: np.ndarray) -> Any:
-        self.arrays[name] = self.backend.from_host(np.ascontiguousarray(host, dtype=self._np(self.dtype)), self.device)
-        return self.arrays[name]
+        self.arrays[self._named(name)] = self.backend.from_host(
+            np.ascontiguousarray(host, dtype=self._np(self.dtype)), self.device)
+        return self.arrays[self._named(name)]
 
     def release(self) -> None:
         self.arrays.clear()
         self._scratch.clear()
+
+    def release_slot(self, slot: int) -> None:
+        """Free one slot's inputs and outputs (an input set that was replaced)."""
+        suffix = f"#{slot}"
+        for name in [n for n in self.arrays if (n.endswith(suffix) if slot else "#" not in n)]:
+            del self.arrays[name]
+        for key in [k for k in self._scratch if k[0] == slot]:
+            del self._scratch[key]
 
     def montecarlo_sums(self, n: int, seed: int, dtype: str, option: dict, keep_on_device: bool = False):
         """[Σ max(S_T − K, 0), Σ of its squares] over n in-kernel draws."""
@@ -119,7 +135,7 @@ class KernelRunner:
         kernel = self._kernel(self.dtype, "kde", "kernel_means", TILE=KDE_TILE, D=dimensions)
         padded = -(-n // KDE_TILE) * KDE_TILE
         kernel(self.queue, (padded,), (KDE_TILE,), np.int32(n), real(-0.5 / bandwidth2),
-               self.arrays[name].data, out.data)
+               self.arrays[self._named(name)].data, out.data)
         return self._finish(out, keep_on_device)
 
     def t_test_rejections(self, replicates: int, group_size: int, seed: int, critical: float, effects,
@@ -141,15 +157,15 @@ class KernelRunner:
         kernel = self._kernel(self.dtype, "bootstrap", "resample_indices", STAT=0)
         kernel(self.queue, (resamples * n,), None, np.uint32(resamples), np.uint32(n), np.uint64(seed % 2**64),
                indices.data)
-        self.arrays["indices"] = indices
+        self.arrays[self._named("indices")] = indices
         return indices.get().astype(np.int64)
 
     def bootstrap(self, stat: str, resamples: int, n: int, keep_on_device: bool = False):
         """The statistic ("mean" or "ols") of every resample of the uploaded x and y."""
         out = self._array((resamples,), self._np(self.dtype))
         kernel = self._kernel(self.dtype, "bootstrap", "bootstrap", STAT=0 if stat == "mean" else 2)
-        kernel(self.queue, (resamples,), None, np.uint32(resamples), np.uint32(n), self.arrays["x"].data,
-               self.arrays["y"].data, self.arrays["indices"].data, out.data)
+        kernel(self.queue, (resamples,), None, np.uint32(resamples), np.uint32(n), self.arrays[self._named("x")].data,
+               self.arrays[self._named("y")].data, self.arrays[self._named("indices")].data, out.data)
         return self._finish(out, keep_on_device)
 
     def metropolis(self, chains: int, steps: int, burn_in: int, batches: int, seed: int, step_sd: float,

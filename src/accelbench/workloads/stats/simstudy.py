@@ -10,10 +10,14 @@ precision alone costs, apart from the Monte Carlo error.
 """
 from __future__ import annotations
 
+import itertools
 import math
+
+import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.workloads.rotation import SEED_STRIDE
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS
 from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, binomial_standard_error
@@ -120,35 +124,41 @@ class SimStudy(StatsWorkload):
         timed, functions = device_random(ops, seed), decision_functions(ops, critical)
         also_float64 = dtype != "float64" and ops.supports("float64")
 
-        def compute():
-            return ops.ready(rejections(ops, functions, timed, replicates, dtype))
+        def judge(output):
+            counts = [int(round(v)) for v in ops.to_host64(output)]
+            return self.judge(counts, replicates, dtype, False, ops.backend.location(output), ops.device)
 
-        def evaluate():
-            result = rejections(ops, functions, device_random(ops, seed), replicates, dtype, also_float64)
+        def decisions_in_float64():
+            """Untimed: one more call's draws decided in dtype and in float64 (decisions that flip)."""
+            result = rejections(ops, functions, device_random(ops, seed), replicates, dtype, also_float64=True)
             counts = [int(round(v)) for v in ops.to_host64(result)]
-            return self.judge(counts, replicates, dtype, also_float64, ops.backend.location(result), ops.device)
+            return {k: v for k, v in self.judge(counts, replicates, dtype, True, "", "")[1].items()
+                    if k.startswith("decisions_changed")}
 
-        return checked(compute, evaluate, base_metrics(self, params, seed, generator_name(ops)) |
+        return checked(lambda: ops.ready(rejections(ops, functions, timed, replicates, dtype)), judge,
+                       base_metrics(self, params, seed, generator_name(ops)) |
                        {"effect_sizes": list(EFFECT_SIZES), "alpha": ALPHA, "critical_t": critical},
-                       draws_afresh=True)
+                       figures=decisions_in_float64 if also_float64 else None, draws_afresh=True)
 
     def prepare_kernels(self, runner, params, seed):
         replicates = params["replicates"]
         if params["group_size"] != GROUP_SIZE:
             raise Unsupported(f"simstudy runs with group_size={GROUP_SIZE}")
         critical = critical_value(GROUP_SIZE)
+        calls = itertools.count()
 
-        def run(keep_on_device=False):
-            return runner.t_test_rejections(replicates, GROUP_SIZE, seed, critical, EFFECT_SIZES, keep_on_device)
+        def compute():  # each call its own stream: new samples every time, as on the other backends
+            return runner.t_test_rejections(replicates, GROUP_SIZE, seed + next(calls) * SEED_STRIDE, critical,
+                                            EFFECT_SIZES, keep_on_device=True)
 
-        def evaluate():
-            counts = [int(round(v)) for v in run()]
-            return self.judge(counts, replicates, params["dtype"], False, runner.location(), runner.device)
+        def judge(output):
+            counts = [int(round(v)) for v in np.asarray(runner.backend.to_host(output), dtype=np.float64)]
+            return self.judge(counts, replicates, params["dtype"], False, runner.backend.location(output),
+                              runner.device)
 
-        return checked(lambda: run(keep_on_device=True), evaluate,
-                       base_metrics(self, params, seed, runner.generator) |
+        return checked(compute, judge, base_metrics(self, params, seed, runner.generator) |
                        {"effect_sizes": list(EFFECT_SIZES), "alpha": ALPHA, "critical_t": critical},
-                       to_host=runner.fetch_last, release=runner.release)
+                       to_host=runner.fetch_last, release=runner.release, draws_afresh=True)
 
     def judge(self, counts, replicates, dtype, compared, device_seen, device_asked):
         cells = len(EFFECT_SIZES)
