@@ -26,7 +26,7 @@ def _fresh_registry():
 
 def _entry_points(monkeypatch, *points: tuple[str, str]) -> None:
     found = [importlib.metadata.EntryPoint(name, value, registry.ENTRY_POINT_GROUP) for name, value in points]
-    monkeypatch.setattr(registry.importlib.metadata, "entry_points", lambda group=None: found)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: found)
 
 
 def test_lists_all_five_built_ins_in_order():
@@ -50,7 +50,7 @@ def test_unreadable_metadata_does_not_stop_discovery(monkeypatch):
     def broken(group=None):
         raise OSError("corrupt RECORD")
 
-    monkeypatch.setattr(registry.importlib.metadata, "entry_points", broken)
+    monkeypatch.setattr(importlib.metadata, "entry_points", broken)
     assert registry.backend_names() == BUILTINS
 
 

@@ -8,14 +8,13 @@ by `get_backend`, and its framework only when the backend itself needs it.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 from typing import Any
 
 from accelbench.backends.base import Availability, Backend
 from accelbench.errors import UsageError
+from accelbench.plugins import BACKENDS_GROUP, entry_point_targets, import_target
 
-ENTRY_POINT_GROUP = "accelbench.backends"
+ENTRY_POINT_GROUP = BACKENDS_GROUP
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
 BUILTIN_BACKENDS: dict[str, str] = {
@@ -35,16 +34,7 @@ class BackendLoadError(ImportError):
 
 
 def _entry_point_targets() -> dict[str, str]:
-    """name -> "module:Class" from installed metadata; {} when there is none to read."""
-    try:
-        found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-    except Exception:  # noqa: BLE001 - unreadable metadata must not stop discovery
-        return {}
-    targets: dict[str, str] = {}
-    for entry_point in found:
-        # two distributions declaring one name (a stale egg-info, say): the first one wins
-        targets.setdefault(entry_point.name, entry_point.value)
-    return targets
+    return entry_point_targets(ENTRY_POINT_GROUP)
 
 
 def _targets() -> dict[str, Any]:
@@ -73,11 +63,8 @@ def _unknown(name: str) -> UsageError:
 
 
 def _import_target(name: str, target: str) -> type:
-    module_name, _, attribute = target.partition(":")
     try:
-        value: Any = importlib.import_module(module_name)
-        for part in filter(None, attribute.split(".")):
-            value = getattr(value, part)
+        value: Any = import_target(target)
     except Exception as error:  # noqa: BLE001 - any failure here is the plugin's, reported as such
         raise BackendLoadError(
             f"backend {name!r} could not be loaded from {target!r}: {type(error).__name__}: {error}"

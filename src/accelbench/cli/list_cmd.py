@@ -11,10 +11,10 @@ def add_arguments(parser) -> None:
 
 def collect() -> dict:
     from accelbench.backends.registry import backend_names, get_backend
-    from accelbench.workloads.registry import QUICK_SUITE, WORKLOADS, get_workload
+    from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
     workloads = []
-    for name in WORKLOADS:
+    for name in workload_names():
         try:
             workload = get_workload(name)
         except Exception:  # noqa: BLE001 - a workload that cannot load here is not listed

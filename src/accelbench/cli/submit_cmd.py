@@ -78,11 +78,11 @@ def run_arguments(args) -> list[str]:
     from accelbench.backends.registry import backend_names
     from accelbench.errors import UsageError
     from accelbench.runner.plan import parse_list, parse_sizes
-    from accelbench.workloads.registry import WORKLOADS
+    from accelbench.workloads.registry import workload_names
 
     for name in args.workloads:
-        if name not in WORKLOADS:
-            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(WORKLOADS)}")
+        if name not in workload_names():
+            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(workload_names())}")
     parse_sizes(args.sizes)
     parse_list(args.dtype, DTYPES, "--dtype")
     parse_list(args.backend, backend_names(), "--backend")

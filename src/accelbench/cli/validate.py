@@ -220,9 +220,9 @@ BACKENDS = choice_list(_backend_names)
 
 def workload(text: str) -> str:
     """A workload name as `accelbench list` shows it."""
-    from accelbench.workloads.registry import WORKLOADS
+    from accelbench.workloads.registry import workload_names
 
-    if text not in WORKLOADS:
-        raise argparse.ArgumentTypeError(f"unknown workload {text!r}; accepted: {', '.join(WORKLOADS)} "
+    if text not in workload_names():
+        raise argparse.ArgumentTypeError(f"unknown workload {text!r}; accepted: {', '.join(workload_names())} "
                                          f"(`accelbench list` describes them)")
     return text

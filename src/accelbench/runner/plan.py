@@ -13,7 +13,7 @@ from decimal import Decimal
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
-from accelbench.workloads.registry import QUICK_SUITE, WORKLOADS, get_workload
+from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
 # 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
 _SIZE = re.compile(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
@@ -84,8 +84,8 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
     """
     names = workloads or list(QUICK_SUITE)
     for name in names:
-        if name not in WORKLOADS:
-            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(WORKLOADS)}")
+        if name not in workload_names():
+            raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(workload_names())}")
     if dtypes:
         parse_list(",".join(dtypes), DTYPES, "--dtype")
     targets, plan = _targets(backends or {}, devices), Plan()

@@ -1,19 +1,18 @@
-"""The built-in workloads, loaded by name only when asked for."""
+"""Workloads by name: built-ins and third parties' through the `accelbench.workloads` entry points
+(accelbench/plugins.py), a user's function objects registered in-process; loaded only when asked for."""
 from __future__ import annotations
 
-import importlib
-
 from accelbench.errors import UsageError
+from accelbench.plugins import WORKLOADS_GROUP, entry_point_targets, import_target, is_builtin
 
-WORKLOADS = {
+# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
+BUILTIN_WORKLOADS = {
     "matmul": "accelbench.workloads.matmul:Matmul",
     "stream": "accelbench.workloads.memory:Stream",
     "memcpy": "accelbench.workloads.memcpy:Memcpy",
     "reduce": "accelbench.workloads.memory:Reduce",
     "elementwise": "accelbench.workloads.memory:Elementwise",
-}
-# deep learning (issue #5)
-WORKLOADS.update({
+    # deep learning
     "mlp": "accelbench.workloads.dl.mlp:MLP",
     "cnn": "accelbench.workloads.dl.cnn:CNN",
     "lstm": "accelbench.workloads.dl.lstm:LSTM",
@@ -22,39 +21,55 @@ WORKLOADS.update({
     "vgg-infer": "accelbench.workloads.dl.vgg_infer:VGGInfer",
     "augment": "accelbench.workloads.dl.augment:Augment",
     "ddp": "accelbench.workloads.dl.ddp:DDP",
-})
-# statistics (issue #6)
-WORKLOADS.update({
+    # statistics
     "montecarlo": "accelbench.workloads.stats.montecarlo:MonteCarlo",
     "bootstrap": "accelbench.workloads.stats.bootstrap:Bootstrap",
     "integrate": "accelbench.workloads.stats.integrate:Integrate",
     "simstudy": "accelbench.workloads.stats.simstudy:SimStudy",
     "distance": "accelbench.workloads.stats.distance:Distance",
     "mcmc": "accelbench.workloads.stats.mcmc:MCMC",
-})
+}
 QUICK_SUITE = ("matmul", "stream", "memcpy", "reduce", "elementwise")
-
 
 # workloads given as objects (a user's function through accelbench.bench) live here for the process
 _INSTANCES: dict = {}
 
 
+def _targets() -> dict[str, str]:
+    """Every workload with a module: built-ins, then entry points (a third party's, or a built-in's
+    declaration; a third party cannot take a built-in's name)."""
+    targets = dict(BUILTIN_WORKLOADS)
+    for name, target in entry_point_targets(WORKLOADS_GROUP).items():
+        if name not in BUILTIN_WORKLOADS or is_builtin(target):
+            targets[name] = target
+    return targets
+
+
+def workload_names() -> list[str]:
+    """Built-ins in their usual order, then third parties' and registered ones by name."""
+    names = list(BUILTIN_WORKLOADS)
+    extra = set(_targets()) | set(_INSTANCES)
+    return names + sorted(extra - set(names))
+
+
 def register_workload(workload) -> None:
-    if workload.name in WORKLOADS and workload.name not in _INSTANCES:
-        raise UsageError(f"workload name {workload.name!r} is taken by a built-in workload; choose another name")
+    if workload.name in _targets() and workload.name not in _INSTANCES:
+        raise UsageError(f"workload name {workload.name!r} is taken by an installed workload; choose another name")
     _INSTANCES[workload.name] = workload
-    WORKLOADS.setdefault(workload.name, "")
+
+
+def unregister_workload(name: str) -> None:
+    _INSTANCES.pop(name, None)
 
 
 def builtin_workload_class(name: str):
-    """The class of a built-in workload (None for user functions and unknown names), imported now;
-    None too where its module needs a package that is not installed."""
-    target = WORKLOADS.get(name)
-    if not target or name in _INSTANCES:
+    """The class of a built-in workload (None for user functions, third parties' and unknown names),
+    imported now; None too where its module needs a package that is not installed."""
+    target = _targets().get(name)
+    if name in _INSTANCES or not is_builtin(target):
         return None
-    module_name, class_name = target.split(":")
     try:
-        return getattr(importlib.import_module(module_name), class_name)
+        return import_target(target)
     except ImportError:
         return None
 
@@ -62,13 +77,16 @@ def builtin_workload_class(name: str):
 def get_workload(name: str):
     if name in _INSTANCES:
         return _INSTANCES[name]
-    if name not in WORKLOADS or not WORKLOADS[name]:
-        raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(WORKLOADS)}")
-    module_name, class_name = WORKLOADS[name].split(":")
+    target = _targets().get(name)
+    if target is None:
+        raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(workload_names())}")
     try:
-        module = importlib.import_module(module_name)
+        cls = import_target(target)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").startswith("accelbench"):
+        if (exc.name or "").startswith("accelbench") and is_builtin(target):
             raise UsageError(f"workload {name!r} is not part of this installation ({exc.name} is missing)") from None
         raise UsageError(f"workload {name!r} needs {exc.name}, which is not installed") from None
-    return getattr(module, class_name)()
+    except Exception as exc:  # noqa: BLE001 - a third party's broken module is named, not a traceback
+        raise UsageError(f"workload {name!r} could not be loaded from {target!r}: {type(exc).__name__}: {exc}"
+                         ) from None
+    return cls()

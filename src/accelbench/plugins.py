@@ -1,0 +1,43 @@
+"""One plugin mechanism for every kind of extension: entry-point groups.
+
+Backends (`accelbench.backends`) and workloads (`accelbench.workloads`) are found the same way,
+built-ins included (they are declared in pyproject.toml like a third party's). Each kind also keeps
+a table of its built-ins, which stands in when package metadata is missing (a source tree run
+without `pip install -e .`). A target is "module:attribute"; nothing is imported until asked for.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import Any
+
+BACKENDS_GROUP = "accelbench.backends"
+WORKLOADS_GROUP = "accelbench.workloads"
+BUILTIN_PACKAGE = "accelbench."
+
+
+def entry_point_targets(group: str) -> dict[str, str]:
+    """name -> "module:attribute" from installed metadata; {} when there is none to read."""
+    try:
+        found = importlib.metadata.entry_points(group=group)
+    except Exception:  # noqa: BLE001 - unreadable metadata must not stop discovery
+        return {}
+    targets: dict[str, str] = {}
+    for entry_point in found:
+        # two distributions declaring one name (a stale egg-info, say): the first one wins
+        targets.setdefault(entry_point.name, entry_point.value)
+    return targets
+
+
+def import_target(target: str) -> Any:
+    """The object a "module:attribute.path" target names (raises whatever importing raises)."""
+    module_name, _, attribute = target.partition(":")
+    value: Any = importlib.import_module(module_name)
+    for part in filter(None, attribute.split(".")):
+        value = getattr(value, part)
+    return value
+
+
+def is_builtin(target: Any) -> bool:
+    """Whether a target is part of accelbench itself (only those may become measured ceilings)."""
+    return isinstance(target, str) and target.startswith(BUILTIN_PACKAGE)
