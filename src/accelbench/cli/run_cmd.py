@@ -6,8 +6,7 @@ import sys
 
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
-
-RIGOR_NAMES = ("quick", "standard", "rigorous")
+from accelbench.vocabulary import RIGOR_NAMES
 
 
 def add_arguments(parser) -> None:
@@ -49,7 +48,8 @@ def _run(args) -> int:
     from accelbench.devices.inventory import collect_inventory
     from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
-    from accelbench.runner.session import DEFAULT_SEED, load_backends, run_plan
+    from accelbench.runner.session import load_backends, run_plan
+    from accelbench.vocabulary import DEFAULT_SEED
     from accelbench.runner.plan import build_plan
     from accelbench.runner.session import _host_memory_bytes
     from accelbench.store.db import Store

@@ -17,7 +17,7 @@ DEFAULT_WAIT_TIMEOUT_S = 3600.0
 def add_arguments(parser) -> None:
     from accelbench.backends.base import DTYPES
     from accelbench.cli import validate
-    from accelbench.cli.run_cmd import RIGOR_NAMES
+    from accelbench.vocabulary import RIGOR_NAMES
 
     sel = parser.add_argument_group("what each job runs (the options of `accelbench run`)")
     sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workload, help="workloads (default: the quick suite)")

@@ -12,9 +12,10 @@ from accelbench.devices import datasheets
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.results import Spec
 from accelbench.store.ceilings import best_ceilings
+from accelbench.vocabulary import PEAK_METRIC
 
 BANDWIDTH = "memory_bandwidth"
-_VECTOR = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_VECTOR = PEAK_METRIC
 # dense matrix products run on matrix units (tensor cores, DMMA) where the dtype has them; fp32
 # stays on the vector units unless TF32 is switched on, which no backend here does by default
 MATRIX_WORKLOADS = frozenset({"matmul"})

@@ -26,6 +26,7 @@ from accelbench.timing.harness import Timing, measure
 from accelbench.timing.rigor import Rigor, get_rigor
 from accelbench.timing.sync_probe import SyncProbe
 from accelbench.units import format_seconds
+from accelbench.vocabulary import DEFAULT_SEED
 from accelbench.verdict import INVALID, NOISY, VALID, Finding, combine
 from accelbench.workloads.registry import get_workload
 
@@ -198,7 +199,7 @@ def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> t
     ), findings
 
 
-def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, *, seed: int = 20261202,
+def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, *, seed: int = DEFAULT_SEED,
             on_start: Callable[[PlanItem], None] | None = None,
             on_done: Callable[[PlanItem, Measurement | Skip], None] | None = None,
             debug: bool = False, sampler=None, trust: TrustContext | None = None) -> Outcome:

@@ -5,7 +5,6 @@ against "one core" and against "the whole CPU" can both be shown, each labelled.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -13,6 +12,7 @@ from decimal import Decimal
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
+from accelbench.vocabulary import BASELINE_BACKEND, usable_cpus
 from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
 # 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
@@ -112,12 +112,6 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
     return plan
 
 
-def usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]:
     reachable = [(name, device) for name, backend in backends.items()
                  if backend.availability().ok for device in backend.device_ids()]
@@ -134,7 +128,7 @@ def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]
 def _thread_counts(backend: str, device: str, all_threads: int) -> list[int | None]:
     if device != "cpu":
         return [None]
-    if backend == "numpy" and all_threads > 1:
+    if backend == BASELINE_BACKEND and all_threads > 1:
         return [1, all_threads]
     return [all_threads]
 

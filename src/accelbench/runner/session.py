@@ -21,8 +21,7 @@ from accelbench.runner.analysis import Row, analyse
 from accelbench.runner.execute import TrustContext, execute
 from accelbench.runner.plan import Plan, build_plan
 from accelbench.runner.reach import unreached_records
-
-DEFAULT_SEED = 20261202
+from accelbench.vocabulary import DEFAULT_SEED
 
 
 @dataclass

@@ -16,8 +16,9 @@ from typing import Iterable
 from accelbench.devices.model import Device
 from accelbench.results import Measurement, Spec
 from accelbench.timing import stats
+from accelbench.vocabulary import PEAK_METRIC
 
-DTYPE_METRIC = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+DTYPE_METRIC = PEAK_METRIC
 BANDWIDTH = "memory_bandwidth"
 
 

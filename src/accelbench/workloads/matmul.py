@@ -7,11 +7,11 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import as_computed, host_inputs, make_check, relative_norm_error, tolerance
 
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
 @lru_cache(maxsize=8)

@@ -9,11 +9,11 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, relative_norm_error, tolerance
 
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2}
 SCALAR = 3.0
 # kernel -> (arrays read, arrays written, flops per element)
 STREAM_KERNELS = {"copy": (1, 1, 0), "scale": (1, 1, 1), "add": (2, 1, 1), "triad": (2, 1, 2)}

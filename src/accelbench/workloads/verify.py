@@ -4,10 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from accelbench.results import Check
+from accelbench.vocabulary import ITEMSIZE, TOLERANCE  # noqa: F401 - ITEMSIZE re-exported for callers
 
-# relative tolerance by dtype: fp32 ~1e-5, tf32-level errors (~3e-4) fail fp32 on purpose
-TOLERANCE = {"float64": 1e-10, "float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 NUMPY_DTYPE = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 
 

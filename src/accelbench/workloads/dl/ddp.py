@@ -32,6 +32,7 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
+from accelbench.vocabulary import usable_cpus
 from accelbench.workloads.base import Prepared, SelfTimed, Workload
 from accelbench.workloads.dl.ddp_worker import MLP_WIDTHS
 from accelbench.workloads.verify import make_check
@@ -50,10 +51,6 @@ GPU_KINDS = ("cuda", "rocm")
 
 class WorkerFailure(RuntimeError):
     """A worker exited with an error or ran past the timeout (and was killed)."""
-
-
-def usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def free_port() -> int:

@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check
+from accelbench.vocabulary import ITEMSIZE  # noqa: F401 - the statistics workloads import it from here
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.rotation import Rotation, Variant
 from accelbench.workloads.stats.arrays import ArrayOps, require_dtype
 
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 QUICK_DTYPES = ["float64", "float32"]  # what --quick sweeps: lower precisions are asked for by name
 
 
