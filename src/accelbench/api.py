@@ -30,7 +30,7 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     `timeout`: seconds each device's measurement may take; one that hangs is stored as failed
     ("timed out after N s") and the next device still runs (None: no limit).
     """
-    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.plan import build_plan
 
     listify = (lambda v: [v] if isinstance(v, str) else (list(v) if v is not None else None))
@@ -38,7 +38,7 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
                               flops=flops, bytes_moved=bytes_moved, dtypes=listify(dtypes))
     register_workload(custom)
     loaded = load_backends(listify(backends))
-    inventory = collect_inventory(db_path=db)
+    inventory = measured_inventory(db_path=db)
     plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded,
                       known_devices={d.id for d in inventory.devices})
     return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True},

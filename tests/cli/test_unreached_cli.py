@@ -33,7 +33,7 @@ RUN = ["run", "matmul", "--sizes", "64", "--dtype", "float32", "--backend", "num
 
 def _inject(monkeypatch, gpus) -> None:
     """The real CPU, plus recorded GPUs, as the inventory every command collects."""
-    cpu = collect_inventory(probes=("cpu",), measured=False)
+    cpu = collect_inventory(probes=("cpu",))
     recorded = Inventory(host=cpu.host, probes=cpu.probes, devices=(*cpu.devices, *gpus))
     monkeypatch.setattr(inventory_module, "collect_inventory", lambda *args, **kwargs: recorded)
 

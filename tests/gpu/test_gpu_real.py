@@ -26,7 +26,7 @@ def test_torch_and_nvml_agree_on_ids():
     pytest.importorskip("pynvml")
     _cuda_backend()
     from accelbench.devices.inventory import collect_inventory
-    inventory = collect_inventory(("nvidia", "torch"), measured=False)
+    inventory = collect_inventory(("nvidia", "torch"))
     cuda = [d for d in inventory.devices if d.id.startswith("cuda:")]
     assert cuda and all("torch" in d.reach and "+" in d.source for d in cuda)
 

@@ -205,7 +205,7 @@ def test_a_stale_output_buffer_fails_the_check_on_a_memory_workload_too():
 def test_the_honest_numpy_backend_stays_valid_on_every_core_workload():
     from accelbench.devices.inventory import collect_inventory
 
-    real = {d.id: d for d in collect_inventory(("cpu",), measured=False).devices}
+    real = {d.id: d for d in collect_inventory(("cpu",)).devices}
     for workload, params in (("matmul", {"n": 128, "dtype": "float32"}),
                              ("stream", {"kernel": "add", "n": 100_000, "dtype": "float64"}),
                              ("reduce", {"n": 100_000, "dtype": "float32"}),
@@ -249,7 +249,9 @@ def test_the_honest_asynchronous_device_is_valid_and_timed_at_its_known_cost():
     m = _measure(ThreadedDevice(cost_s), devices={}, n=32, dtype="float64")
     assert m.valid and m.status != INVALID, m.verdict_reasons
     median_s = float(np.median(m.samples_s))
-    assert abs(median_s / cost_s - 1) < 0.05, median_s
+    # on a quiet machine within a few percent; a loaded one may slow the thread's wake-ups, and the
+    # result must then say it is noisy rather than claim the slower time
+    assert abs(median_s / cost_s - 1) < 0.05 or m.status == "noisy", (median_s, m.verdict_reasons)
 
 
 def test_the_verdict_and_its_reasons_are_stored(tmp_path):

@@ -31,7 +31,7 @@ def run(args) -> int:
                 print(f"accelbench ceilings: {count} stored results of {where} on {host} no longer count as "
                       "ceilings; the next valid matmul and stream runs set new ones")
                 return 0
-            devices = {d.id: d for d in collect_inventory(measured=False).devices}
+            devices = {d.id: d for d in collect_inventory().devices}
             found = stored_ceilings(store, host, devices)
     except NoDatabaseError as exc:
         print(f"accelbench ceilings: {exc}", file=sys.stderr)

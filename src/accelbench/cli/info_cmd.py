@@ -20,14 +20,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from accelbench.devices.inventory import collect_inventory, parse_probe_names
+    from accelbench.devices.inventory import parse_probe_names
+    from accelbench.store.ceilings import measured_inventory
 
     if args.schema:
         from accelbench.schemas import load_schema
         print(json.dumps(load_schema("info"), indent=2))
         return 0
     probes = parse_probe_names("all" if args.all else args.probe)
-    inventory = collect_inventory(probes, db_path=args.db)
+    inventory = measured_inventory(probes, db_path=args.db)
     if args.json:
         json.dump(inventory.to_dict(include_debug=args.debug), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -70,7 +70,7 @@ def _check_known(devices: list[str] | None) -> None:
     from accelbench.devices.inventory import collect_inventory
     from accelbench.errors import UsageError
 
-    known = [device.id for device in collect_inventory(measured=False).devices]
+    known = [device.id for device in collect_inventory().devices]
     unknown = [d for d in devices if d not in known]
     if unknown:
         raise UsageError(f"--device: unknown device {', '.join(map(repr, unknown))}; accepted: "

@@ -45,7 +45,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
     from accelbench.runner.session import load_backends, run_plan
@@ -58,7 +58,7 @@ def _run(args) -> int:
     rigor = args.rigor or ("quick" if suite else "standard")
     backend_names = _backend_names(args.backend)
     backends = load_backends(backend_names)
-    inventory = collect_inventory(db_path=args.db)
+    inventory = measured_inventory(db_path=args.db)
     try:
         devices = _devices(args.device, backends)
         plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
@@ -120,10 +120,10 @@ def _devices(cli_value: str | None, backends: dict) -> list[str] | None:
 
 def _unreached(backends: dict, db: str | None):
     """The inventory for the run, and its devices no backend reaches (named before any result)."""
-    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.reach import unreached_devices
 
-    inventory = collect_inventory(db_path=db)
+    inventory = measured_inventory(db_path=db)
     return inventory, unreached_devices(inventory.devices, backends)
 
 

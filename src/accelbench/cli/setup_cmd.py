@@ -30,7 +30,7 @@ def run(args) -> int:
     from accelbench.devices.inventory import collect_inventory
 
     path = Path(args.settings) if args.settings else settings.settings_path()
-    devices = list(collect_inventory(measured=False).devices)
+    devices = list(collect_inventory().devices)
     ids = [d.id for d in devices]
     if args.show:
         return _show(path, ids)

@@ -74,13 +74,11 @@ def parse_probe_names(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES, measured: bool = True,
-                      db_path: str | None = None) -> Inventory:
+def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES) -> Inventory:
+    """What the probes find. Measured ceilings are the results store's to give (with_measured_peaks;
+    store/ceilings.py measured_inventory reads them): the inventory never opens the store."""
     reports = [run_probe(name, _loader(name)) for name in probes]
     devices = merge_devices(d for report in reports for d in report.devices)
-    if measured:
-        ceilings = _stored_ceilings(devices, db_path)
-        devices = [add_measured_peaks(d, ceilings) for d in devices]
     return Inventory(host=host_info(), probes=tuple(reports), devices=tuple(devices),
                      environment={k: os.environ[k] for k in DEVICE_ENV_VARS if k in os.environ})
 
@@ -116,6 +114,11 @@ def merge_pair(first: Device, second: Device) -> Device:
     )
 
 
+def with_measured_peaks(inventory: Inventory, ceilings: dict) -> Inventory:
+    """The inventory with measured ceilings ((device id, metric) -> MeasuredCeiling) as peaks."""
+    return replace(inventory, devices=tuple(add_measured_peaks(d, ceilings) for d in inventory.devices))
+
+
 def add_measured_peaks(device: Device, ceilings: dict) -> Device:
     """`device` with its measured ceilings (store/ceilings.py: (device id, metric) -> MeasuredCeiling)
     as "measured" peak figures, replacing any it had."""
@@ -135,22 +138,6 @@ def add_measured_peaks(device: Device, ceilings: dict) -> Device:
                 f"{formula.value / 1e9:.0f} G{formula.unit} by {measured.value / formula.value - 1:.0%}: "
                 "the formula's clock is below the one the chip runs at (turbo)")
     return replace(device, peaks=tuple(figures), warnings=tuple(warnings))
-
-
-def _stored_ceilings(devices: list[Device], db_path: str | None) -> dict:
-    """This host's measured ceilings from the results database ({} without one: never created)."""
-    from accelbench.store.paths import resolve_db_path
-
-    path = resolve_db_path(db_path)
-    if not path.is_file():
-        return {}
-    try:
-        from accelbench.store.ceilings import stored_ceilings
-        from accelbench.store.db import Store
-        with Store(path, create=False) as store:
-            return stored_ceilings(store, socket.gethostname(), {d.id: d for d in devices})
-    except Exception:  # noqa: BLE001 - a broken or foreign store must not break the inventory
-        return {}
 
 
 def host_info() -> dict[str, Any]:

@@ -149,10 +149,10 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
              on_start: Callable | None = None, on_done: Callable | None = None, debug: bool = False,
              telemetry: bool = True, timeout: float | None = deadline.DEFAULT_SPEC_TIMEOUT_S) -> RunResults:
     """`timeout`: seconds each spec may take before it is ended and stored as failed (None: no limit)."""
-    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.ceilings import measured_inventory
     from accelbench.store.db import Store
 
-    inventory = inventory or collect_inventory(db_path=db)
+    inventory = inventory or measured_inventory(db_path=db)
     machine = machine_record(backends, inventory)
     with Store(db) as store:
         run_id = store.start_run(machine,
@@ -180,12 +180,12 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
 
     >>> results = accelbench.run("matmul", sizes=[500], dtypes="float32", devices="cpu")  # doctest: +SKIP
     """
-    from accelbench.devices.inventory import collect_inventory
+    from accelbench.store.ceilings import measured_inventory
 
     listify = (lambda v: [v] if isinstance(v, str) else v)
     loaded = load_backends(listify(backends))
     host_memory = _host_memory_bytes()
-    inventory = collect_inventory(db_path=db)
+    inventory = measured_inventory(db_path=db)
     plan = build_plan(listify(workloads), sizes=sizes, dtypes=listify(dtypes), devices=listify(devices),
                       backends=loaded, quick=(rigor == "quick") if quick is None else quick,
                       host_memory_bytes=host_memory, known_devices={d.id for d in inventory.devices})

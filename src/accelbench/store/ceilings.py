@@ -95,6 +95,32 @@ def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str,
     return best
 
 
+def measured_inventory(probes: Iterable[str] | None = None, db_path: str | None = None):
+    """The device inventory with this host's measured ceilings (from the results database at
+    `db_path`, or the default one) as "measured" peaks; none where there is no database yet."""
+    from accelbench.devices import inventory as inventory_module
+
+    found = inventory_module.collect_inventory(*(() if probes is None else (tuple(probes),)))
+    return inventory_module.with_measured_peaks(found, _ceilings_at(db_path, found.devices))
+
+
+def _ceilings_at(db_path: str | None, devices) -> dict:
+    """This host's measured ceilings in the database at `db_path` ({} without one: never created)."""
+    import socket
+
+    from accelbench.store.db import Store
+    from accelbench.store.paths import resolve_db_path
+
+    path = resolve_db_path(db_path)
+    if not path.is_file():
+        return {}
+    try:
+        with Store(path, create=False) as store:
+            return stored_ceilings(store, socket.gethostname(), {d.id: d for d in devices})
+    except Exception:  # noqa: BLE001 - a broken or foreign store must not break the inventory
+        return {}
+
+
 def stored_ceilings(store, hostname: str, devices: dict[str, Device]) -> dict[tuple[str, str], MeasuredCeiling]:
     """This machine's measured ceilings from its stored history (runs measured here only)."""
     return best_ceilings(store.ceiling_candidates(hostname), devices)
