@@ -83,3 +83,13 @@ def test_sigkill_mid_run_keeps_every_finished_result(tmp_path):
             conn.execute("SELECT COUNT(*) FROM skips").fetchone()[0]
         status = conn.execute("SELECT status FROM runs").fetchone()[0]
     assert stored >= reported and status == "running"
+
+
+def test_a_run_that_measured_nothing_exits_1_with_the_reason_to_act_on(tmp_path, capsys):
+    from accelbench.cli.main import main as cli_main
+
+    db = str(tmp_path / "r.db")
+    code = cli_main(["run", "mlp", "--backend", "numpy", "--device", "cpu", "--db", db, "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "nothing was measured (2 skipped)" in err and "use --backend torch" in err

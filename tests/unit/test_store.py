@@ -116,9 +116,10 @@ def test_writes_to_an_unknown_run_are_refused(store):
 
 @pytest.fixture
 def three_runs(store):
-    restore(store, "20250101-000000-aaa111", "2025-01-01T00:00:00.000001+00:00")
-    restore(store, "20250101-000000-aaa222", "2025-01-01T00:00:00.000002+00:00")
-    restore(store, "20250102-120000-bbb333", "2025-01-02T12:00:00+00:00")
+    for run_id, started_at in (("20250101-000000-aaa111", "2025-01-01T00:00:00.000001+00:00"),
+                               ("20250101-000000-aaa222", "2025-01-01T00:00:00.000002+00:00"),
+                               ("20250102-120000-bbb333", "2025-01-02T12:00:00+00:00")):
+        restore(store, run_id, started_at, results=(measurement(),))
     return store
 
 
@@ -503,3 +504,13 @@ def test_database_path_precedence(tmp_path):
 ])
 def test_default_database_path_per_platform(platform, env, expected):
     assert default_db_path(env, platform).as_posix() == expected
+
+
+def test_a_run_is_found_by_a_unique_suffix_and_latest_skips_runs_that_measured_nothing(store):
+    restore(store, "20261202-100000-abc123", "2026-12-02T10:00:00+00:00", results=(measurement(),))
+    restore(store, "20261202-110000-def456", "2026-12-02T11:00:00+00:00")  # skips only
+    assert store.resolve_run("abc123") == "20261202-100000-abc123"
+    assert store.resolve_run("def456") == "20261202-110000-def456"
+    assert store.resolve_run("latest") == "20261202-100000-abc123"  # stored, but not the answer
+    with pytest.raises(UsageError, match="prefix or suffix"):
+        store.resolve_run("zzz999")

@@ -95,7 +95,21 @@ def _run(args) -> int:
         print(f"accelbench run: interrupted: {len(results.measurements)} results and {len(results.skips)} "
               f"skips saved in run {results.run_id} ({results.db_path})", file=sys.stderr)
         return 130
+    if not results.measurements:
+        print(f"accelbench run: nothing was measured ({len(results.skips)} skipped): "
+              f"{_commonest_reason(results.skips)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _commonest_reason(skips: list) -> str:
+    """The skip reason most specs share (the one fix that would help most), with its count."""
+    from collections import Counter
+
+    if not skips:
+        return "no spec ran"
+    reason, count = Counter(s.reason.splitlines()[0] for s in skips).most_common(1)[0]
+    return reason if count == len(skips) else f"{reason} ({count} of {len(skips)}; `accelbench runs` lists the rest)"
 
 
 def _backend_names(text: str | None) -> list[str] | None:

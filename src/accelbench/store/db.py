@@ -297,13 +297,18 @@ class Store:
 
     @_reported
     def resolve_run(self, ref: str) -> str:
-        """A run id from a full id, a unique prefix, `latest` or `latest~N` (N runs before it)."""
+        """A run id from a full id, a unique prefix or suffix, `latest` or `latest~N` (N runs before it).
+
+        `latest` counts runs that stored a result, where any did: a run that measured nothing (every
+        spec skipped) is not the latest answer."""
         ref = str(ref).strip()
         conn = self._connection()
         if ref == "latest" or ref.startswith("latest~"):
             back = self._parse_back(ref)
+            measured = conn.execute("SELECT 1 FROM results LIMIT 1").fetchone() is not None
             ids = [r[0] for r in conn.execute(
-                "SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", (back + 1,))]
+                "SELECT id FROM runs WHERE NOT ? OR EXISTS (SELECT 1 FROM results WHERE results.run_id = runs.id) "
+                "ORDER BY started_at DESC, id DESC LIMIT ?", (measured, back + 1))]
             if not ids:
                 raise UsageError(f"run {ref!r}: no runs are stored in {self.path} yet")
             if len(ids) <= back:
@@ -313,8 +318,8 @@ class Store:
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (ref,)).fetchone():
             return ref
         matches = [r[0] for r in conn.execute(
-            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started_at DESC, id DESC",
-            (len(ref), ref))] if ref else []
+            "SELECT id FROM runs WHERE substr(id, 1, :n) = :ref OR substr(id, -:n) = :ref "
+            "ORDER BY started_at DESC, id DESC", {"n": len(ref), "ref": ref})] if ref else []
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -322,7 +327,7 @@ class Store:
                              f"{', '.join(matches[:10])}; give more characters")
         recent = ", ".join(info.id for info in self.runs(limit=5)) or "none stored yet"
         raise UsageError(f"unknown run {ref!r} in {self.path}; accepted: a run id or a unique "
-                         f"prefix of one, latest, latest~N (recent runs: {recent})")
+                         f"prefix or suffix of one, latest, latest~N (recent runs: {recent})")
 
     @staticmethod
     def _parse_back(ref: str) -> int:
