@@ -22,6 +22,7 @@ CPU_ALL_CORES = "cpu_all_cores"     # numpy on all cores (compute) / this comput
 CPU_ONE_THREAD = "cpu_one_thread"   # numpy on one thread (compute) / this compute time
 END_TO_END = "end_to_end"           # numpy on all cores (compute) / this end-to-end time
 VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, same series and parameters
+                                    # (matmul: every dtype; other workloads: float64)
 KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
@@ -119,9 +120,14 @@ def wanted_speedups(measurements: Iterable[Measurement]) -> list[Wanted]:
         if baseline is not None and baseline is not m and "end_to_end" in m.phases_s:
             wanted.append(Wanted(END_TO_END, baseline, "compute", m, "end_to_end"))
         fp32 = float32.get(series_key(m))
-        if fp32 is not None and fp32 is not m:
+        if fp32 is not None and fp32 is not m and _compared_with_float32(m):
             wanted.append(Wanted(VS_FLOAT32, m, "compute", fp32, "compute"))
     return wanted
+
+
+def _compared_with_float32(m: Measurement) -> bool:
+    """What the report compares with float32: every dtype for matmul, float64 elsewhere."""
+    return m.spec.workload == "matmul" or m.spec.param("dtype") == "float64"
 
 
 class Speedups:
