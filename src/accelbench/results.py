@@ -168,3 +168,23 @@ class Skip:
 
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.to_dict(), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PairedSamples:
+    """A speed-up timed in interleaved rounds (runner/pairing.py): per round, seconds per call of
+    the baseline's phase and of the candidate's. Raw times, so the ratio is derived (runner/speedups.py);
+    no rounds and a `note` saying why when the speed-up was not paired."""
+
+    kind: str              # runner/speedups.py KINDS
+    baseline: Spec
+    baseline_phase: str
+    candidate: Spec
+    candidate_phase: str
+    baseline_s: tuple[float, ...] = ()
+    candidate_s: tuple[float, ...] = ()
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.baseline.key, self.baseline_phase, self.candidate.key, self.candidate_phase)

@@ -54,7 +54,8 @@ def findings(rows: list[Row], devices: dict | None = None, machine: dict | None 
 
 
 def _x(ratio: stats.RatioCI) -> str:
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
+    basis = f" ({ratio.basis()})" if hasattr(ratio, "basis") else ""  # paired rounds or not
+    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{basis}"
 
 
 def _pct(value: float | None) -> str:
@@ -303,7 +304,8 @@ def precision(rows: list[Row]) -> list[Finding]:
 
 def _precision_finding(label: str, fp32: Row, other: Row, dtype: str) -> Finding:
     # same n, same flops: the ratio of times is the ratio of speeds
-    ratio = stats.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
+    # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
+    ratio = other.vs_float32 or stats.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
     n = size_of(fp32.spec)
     verdict = ratio.verdict()
     if verdict == "same":
@@ -318,6 +320,6 @@ def _precision_finding(label: str, fp32: Row, other: Row, dtype: str) -> Finding
               f"{dtype} {other.measurement.check.max_rel_error:.1e}")
     return Finding("precision", INFO, f"matmul n = {_n(n)} on {label}: {speed}; {errors}.",
                    {"series": label, "n": n, "dtype": dtype, "time_ratio_vs_float32": ratio.ratio,
-                    "ci_low": ratio.low, "ci_high": ratio.high, "verdict": verdict,
+                    "ci_low": ratio.low, "ci_high": ratio.high, "verdict": verdict, "pairs": getattr(ratio, "pairs", 0),
                     "float32_rel_error": fp32.measurement.check.max_rel_error,
                     f"{dtype}_rel_error": other.measurement.check.max_rel_error})

@@ -65,7 +65,7 @@ def load_run(store, run_id: str) -> RunData:
     measurements = store.results(run_id)
     return RunData(run_id=run_id, info=store.run_info(run_id), machine=machine,
                    measurements=measurements, skips=store.skips(run_id), devices=devices,
-                   rows=analyse(measurements, devices))
+                   rows=analyse(measurements, devices, store.speedups(run_id)))
 
 
 def load_runs(store, refs: Iterable[str]) -> list[RunData]:

@@ -96,7 +96,8 @@ def _ratio_text(ratio, role: str | None, wanted_role: str) -> str:
         return "baseline"
     if ratio is None:
         return "—"
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}] {ratio.verdict()}"
+    basis = f" ({ratio.basis()})" if hasattr(ratio, "basis") else ""
+    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}] {ratio.verdict()}{basis}"
 
 
 def _pct(value: float | None) -> str:
@@ -167,7 +168,10 @@ def results_html(rows: list[Row]) -> str:
         parts.append(f"<h3>{esc(workload)}</h3>")
         parts.append(_table(RESULT_HEADERS, [_result_cells(r) for r in items], numeric={3, 4, 5, 10, 12},
                             notes=[_warnings_note(r) for r in items]))
-    parts.append('<p class="small">Speed-up = CPU time / this time, with a 95% bootstrap interval; a verdict '
+    parts.append('<p class="small">Speed-up = CPU time / this time: the median of the ratios of N interleaved '
+                 "paired rounds (A B B A …, load that comes and goes cancels) with its 95% order-statistic interval; "
+                 "marked unpaired where pairing did not run (an imported run, blocks too long for the budget), then "
+                 "the ratio of two medians measured apart with a 95% bootstrap interval. A verdict "
                  "only where the interval excludes 1. CPU = numpy on all usable cores. Rates come from the "
                  "median compute time; invalid results (a wrong output, an impossible rate, a synchronisation "
                  "that does not wait, an output on another device) get none and count nowhere; noisy ones "

@@ -31,14 +31,16 @@ def precision_tradeoffs(rows: list[Row]) -> list:
         if set(by_dtype) != {"float32", "float64"}:
             continue
         fp32, fp64 = by_dtype["float32"], by_dtype["float64"]
-        ratio = stats.ratio_of_medians_ci(fp64.measurement.samples_s, fp32.measurement.samples_s)
+        # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
+        ratio = fp64.vs_float32 or stats.ratio_of_medians_ci(fp64.measurement.samples_s, fp32.measurement.samples_s)
+        basis = f", {ratio.basis()}" if hasattr(ratio, "basis") else ""
         lost = _accuracy_text(fp32)
         params = " ".join(f"{k}={v}" for k, v in rest)
         text = (f"{workload} {params} on {label}: float32 takes {1 / ratio.ratio:.2f}× the time of float64 "
-                f"[{1 / ratio.high:.2f}–{1 / ratio.low:.2f}] ({ratio.verdict()}); {lost}.")
+                f"[{1 / ratio.high:.2f}–{1 / ratio.low:.2f}] ({ratio.verdict()}{basis}); {lost}.")
         found.append(Finding("precision_tradeoff", INFO, text.replace("  ", " "), {
             "workload": workload, "series": label, "float64_over_float32_time": ratio.ratio,
-            "ci_low": ratio.low, "ci_high": ratio.high,
+            "ci_low": ratio.low, "ci_high": ratio.high, "pairs": getattr(ratio, "pairs", 0),
             **{k: fp32.measurement.extra[k] for k in ACCURACY_KEYS if k in fp32.measurement.extra},
             "float32_check_rel_error": fp32.measurement.check.max_rel_error}))
     return found

@@ -2,14 +2,17 @@
 
 Only verified results count: a failed check gets no rate, no speed-up and no part in any ceiling.
 The CPU baseline is numpy on all usable cores; the one-thread figure is shown beside it, labelled.
+Speed-ups come from interleaved paired rounds where the run measured them (runner/speedups.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
+from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32, PairedSamples,
+                                        SpeedupCI, Speedups, baseline_key, cpu_baselines)
 from accelbench.store.ceilings import DTYPE_METRIC, best_ceilings, ceiling_metric  # noqa: F401 - DTYPE_METRIC re-exported
 from accelbench.timing import stats
 
@@ -26,10 +29,11 @@ class Row:
     of_measured: float | None     # rate / best measured ceiling of this device (0..1)
     of_datasheet: float | None    # rate / datasheet (or formula) ceiling
     datasheet_provenance: str | None
-    speedup_all: stats.RatioCI | None       # CPU all cores time / this time (resident)
-    speedup_one: stats.RatioCI | None       # CPU one thread time / this time
-    speedup_end_to_end: stats.RatioCI | None  # CPU all cores / this end-to-end time
+    speedup_all: SpeedupCI | None       # CPU all cores time / this time (resident)
+    speedup_one: SpeedupCI | None       # CPU one thread time / this time
+    speedup_end_to_end: SpeedupCI | None  # CPU all cores / this end-to-end time
     baseline_role: str | None = None          # "cpu_all_cores" | "cpu_one_thread" for the baselines
+    vs_float32: SpeedupCI | None = None   # this time / float32's time, same series and parameters
 
     @property
     def spec(self):
@@ -37,7 +41,7 @@ class Row:
 
     def to_dict(self) -> dict[str, Any]:
         def ratio(r):
-            return None if r is None else {"ratio": r.ratio, "ci_low": r.low, "ci_high": r.high, "verdict": r.verdict()}
+            return None if r is None else r.to_dict()
         s = self.summary
         return {
             **self.measurement.to_dict(),
@@ -48,6 +52,7 @@ class Row:
             "datasheet_provenance": self.datasheet_provenance,
             "speedup_vs_cpu_all_cores": ratio(self.speedup_all), "speedup_vs_cpu_one_thread": ratio(self.speedup_one),
             "speedup_end_to_end_vs_cpu_all_cores": ratio(self.speedup_end_to_end),
+            "time_vs_float32": ratio(self.vs_float32),
         }
 
 
@@ -66,14 +71,13 @@ def peak_metric(m: Measurement, unit: str, device: Device | None) -> str | None:
     return metric
 
 
-def baseline_key(m: Measurement) -> tuple:
-    return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k != "threads"))
-
-
-def analyse(measurements: list[Measurement], devices: dict[str, Device] | None = None) -> list[Row]:
+def analyse(measurements: list[Measurement], devices: dict[str, Device] | None = None,
+            paired: Iterable[PairedSamples] = ()) -> list[Row]:
+    """`paired`: the run's paired rounds (Store.speedups); speed-ups without them are unpaired."""
     devices = devices or {}
     valid = [m for m in measurements if m.valid]
-    cpu_all, cpu_one = _baselines(valid)
+    cpu_all, cpu_one = cpu_baselines(valid)
+    speedups = Speedups(paired).by_candidate(measurements)
     prelim = []
     for m in measurements:
         summary = stats.summarize(m.samples_s)
@@ -90,20 +94,13 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
             of_measured=rate / best[(m.spec.device, metric)] if rate and (m.spec.device, metric) in best else None,
             of_datasheet=rate / sheet.value if rate and sheet else None,
             datasheet_provenance=sheet.provenance if sheet else None,
-            speedup_all=_speedup(cpu_all.get(key), m, "compute"),
-            speedup_one=_speedup(cpu_one.get(key), m, "compute"),
-            speedup_end_to_end=_speedup(cpu_all.get(key), m, "end_to_end") if "end_to_end" in m.phases_s else None,
+            speedup_all=speedups.get(id(m), {}).get(CPU_ALL_CORES),
+            speedup_one=speedups.get(id(m), {}).get(CPU_ONE_THREAD),
+            speedup_end_to_end=speedups.get(id(m), {}).get(END_TO_END),
             baseline_role="cpu_all_cores" if cpu_all.get(key) is m else ("cpu_one_thread" if cpu_one.get(key) is m else None),
+            vs_float32=speedups.get(id(m), {}).get(VS_FLOAT32),
         ))
     return rows
-
-
-def _baselines(valid: list[Measurement]) -> tuple[dict, dict]:
-    cpu = [m for m in valid if m.spec.backend == "numpy" and m.spec.device == "cpu"]
-    most = max((m.threads or 0 for m in cpu), default=0)
-    all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most}
-    one = {baseline_key(m): m for m in cpu if m.threads == 1 and most > 1}
-    return all_cores, one
 
 
 def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], float]:
@@ -116,9 +113,3 @@ def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], flo
             key = (m.spec.device, metric)
             best[key] = max(best.get(key, 0.0), stored.value)
     return best
-
-
-def _speedup(baseline: Measurement | None, m: Measurement, phase: str) -> stats.RatioCI | None:
-    if baseline is None or not m.valid or baseline is m or phase not in m.phases_s:
-        return None
-    return stats.ratio_of_medians_ci(baseline.samples_s, m.phases_s[phase])

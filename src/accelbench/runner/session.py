@@ -15,7 +15,7 @@ from typing import Any, Callable
 from accelbench._version import __version__
 from accelbench.devices.blas import thread_environment
 from accelbench.devices.model import Device
-from accelbench.results import Measurement, Skip
+from accelbench.results import Measurement, PairedSamples, Skip
 from accelbench.runner import deadline
 from accelbench.runner.analysis import Row, analyse
 from accelbench.runner.execute import TrustContext, execute
@@ -36,6 +36,7 @@ class RunResults:
     interrupted: bool = False
     machine: dict[str, Any] = field(default_factory=dict)
     rigor: str | None = None
+    paired: list[PairedSamples] = field(default_factory=list)  # speed-ups' interleaved rounds
 
     def _repr_html_(self) -> str:
         from accelbench.compare import results_table_html
@@ -50,7 +51,7 @@ class RunResults:
 
     @property
     def rows(self) -> list[Row]:
-        return analyse(self.measurements, self.devices)
+        return analyse(self.measurements, self.devices, self.paired)
 
     def to_records(self) -> list[dict[str, Any]]:
         records = []
@@ -67,6 +68,7 @@ class RunResults:
                 "max_rel_error": row.measurement.check.max_rel_error,
                 "speedup_vs_cpu_all_cores": row.speedup_all.ratio if row.speedup_all else None,
                 "speedup_vs_cpu_one_thread": row.speedup_one.ratio if row.speedup_one else None,
+                "speedup_pairs": row.speedup_all.pairs if row.speedup_all else None,
                 "warnings": "; ".join(row.measurement.warnings),
             })
         return records
@@ -161,11 +163,25 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
                               on_done=on_done, debug=debug, sampler=sampler,
                               trust=TrustContext(devices={d.id: d for d in inventory.devices}))
+            if not outcome.interrupted:
+                outcome.interrupted = _paired_rounds(outcome, backends, store, run_id, rigor, seed)
+        paired = store.speedups(run_id)  # what was stored, also when a stop came during pairing
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
         path = str(store.path)
     return RunResults(run_id, path, outcome.measurements, outcome.skips,
                       {d.id: d for d in inventory.devices}, outcome.interrupted, machine,
-                      getattr(rigor, "name", rigor))
+                      getattr(rigor, "name", rigor), paired)
+
+
+def _paired_rounds(outcome, backends: dict, store, run_id: str, rigor, seed: int) -> bool:
+    """Every speed-up timed again in interleaved rounds (runner/pairing.py); True if stopped."""
+    from accelbench.runner.pairing import pair_speedups
+
+    try:
+        pair_speedups(outcome.measurements, backends, store, run_id, rigor, seed=seed)
+    except KeyboardInterrupt:
+        return True
+    return False
 
 
 def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = None,

@@ -58,11 +58,14 @@ def params_text(spec) -> str:
 
 
 def speedup_text(ratio: stats.RatioCI | None) -> str:
+    """'3.20× [3.00–3.40] faster (16 pairs)': the basis says whether it comes from paired rounds."""
     if ratio is None:
         return "—"
     verdict = ratio.verdict()
     word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same"}.get(verdict, "")
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{word}"
+    basis = getattr(ratio, "basis", None)
+    shown = f" [dim]({basis()})[/]" if basis else ""
+    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{word}{shown}"
 
 
 def _percent(value: float | None) -> str:
@@ -139,9 +142,10 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
     for workload, workload_rows in by_workload.items():
         console.print()
         console.print(workload_table(workload, workload_rows))
-    console.print("[dim]× columns: CPU time / this time (speed-up) with a 95% bootstrap interval; "
-                  "a verdict only where the interval excludes 1. CPU = numpy on all usable cores. "
-                  "Invalid results show no rate and count nowhere.[/]")
+    console.print("[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
+                  "paired rounds (N pairs) with its 95% interval; \"unpaired\": the ratio of two medians measured "
+                  "apart (not paired: `--json` says why), bootstrap interval. A verdict only where the interval "
+                  "excludes 1. CPU = numpy on all usable cores. Invalid results show no rate and count nowhere.[/]")
     if rows:
         _render_verdicts(rows, console)
     _render_warnings(rows, console, warnings_limit)

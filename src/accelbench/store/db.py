@@ -27,6 +27,7 @@ from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F40
 from accelbench.store.paths import resolve_db_path
 from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
                                      measurement_from_row, result_row, skip_row, spec_from_row)
+from accelbench.store.speedups import SpeedupStore
 
 BUSY_TIMEOUT_S = 30.0  # another process writing the same file: wait for its lock, not fail
 
@@ -122,7 +123,7 @@ def _tag_rows(run_id: str, tags: Mapping[str, Any]) -> list[tuple[str, str, str]
     return rows
 
 
-class Store:
+class Store(SpeedupStore):
     """The results history in one SQLite file.
 
     `Store(path)` opens (creating the file and its folder if needed) and migrates to the current

@@ -1,10 +1,10 @@
 """The results database layout, its migrations, and how the result types map onto its rows.
 
-A fresh database is built by applying every migration in order (0 -> 1 -> 2), so a new file and an
+A fresh database is built by applying every migration in order (0 -> 1 -> 2 -> ...), so a new file and an
 upgraded old one go through the same statements and cannot drift apart. Each applied version is
 recorded in `schema_version`; the current version is its largest entry.
 
-Current layout (version 2):
+Current layout (version 4):
 
     schema_version(version PK, applied_at)
     runs(id PK, started_at, finished_at, status, accelbench_version, selection_json)
@@ -16,6 +16,10 @@ Current layout (version 2):
             telemetry_json)                                            # telemetry_json: v2
     skips(id PK, run_id -> runs, spec_key, workload, backend, device, params_json, reason)
     run_tags(run_id -> runs, key, value, PK (run_id, key))            # v2
+    (v3: results.verdict, verdict_reasons_json, ceiling_forgotten; runs.origin, pid, host)
+    speedups(id PK, run_id -> runs, kind, baseline_result -> results, baseline_phase,
+             candidate_result -> results, candidate_phase, baseline_s_json, candidate_s_json,
+             note)                                                     # v4
 
 Times are ISO 8601 UTC text; JSON columns hold text written by json.dumps. `max_rel_error` is NULL
 when the error was NaN (SQLite stores NaN as NULL), so a failed check keeps its meaning.
@@ -127,8 +131,26 @@ _V2_TO_V3 = (
     "ALTER TABLE runs ADD COLUMN host TEXT",
 )
 
+# v4: speed-ups from interleaved paired rounds (runner/pairing.py): per round, seconds per call of
+# each side, so the ratio and its interval are derived; no rounds and a note when not paired
+_V3_TO_V4 = (
+    """CREATE TABLE speedups (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        baseline_result INTEGER NOT NULL REFERENCES results (id) ON DELETE CASCADE,
+        baseline_phase TEXT NOT NULL,
+        candidate_result INTEGER NOT NULL REFERENCES results (id) ON DELETE CASCADE,
+        candidate_phase TEXT NOT NULL,
+        baseline_s_json TEXT NOT NULL DEFAULT '[]',
+        candidate_s_json TEXT NOT NULL DEFAULT '[]',
+        note TEXT NOT NULL DEFAULT ''
+    )""",
+    "CREATE INDEX speedups_run ON speedups (run_id)",
+)
+
 # version -> statements that take a database from version - 1 to version
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4}
 CURRENT_VERSION = max(MIGRATIONS)
 
 

@@ -1,0 +1,226 @@
+"""Every speed-up a run shows, timed again in interleaved, paired rounds.
+
+After the plan has run, the measurements whose speed-ups the tables show (runner/speedups.py
+`wanted_speedups`) are prepared again, grouped by workload and parameters (a group holds the CPU
+baselines, the device, its end-to-end trip and the other dtypes of one problem), and timed in
+rounds: each round runs one block of every side, forward in even rounds and backward in odd ones
+(A B | B A | A B ...), so a load that comes and goes, or drifts, hits both sides of a pair alike.
+A block is the harness's block (timing/harness.py `_Run.block_s`): synchronise, read the clock,
+the calls, synchronise, read the clock; the same number of calls the measurement settled on.
+
+Each round gives every speed-up one paired ratio; the run stores the raw per-round times
+(store/speedups.py), one speed-up per transaction. The outputs of the paired blocks are checked
+as the audit checks them (buffers poisoned before, the last outputs judged after), so broken work
+cannot count. A group whose rounds would not fit the rigor's budget is stored as "not paired",
+with the reason; its speed-ups are then shown unpaired.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Callable, ContextManager, Sequence
+
+from accelbench.errors import Unsupported
+from accelbench.results import Measurement, PairedSamples
+from accelbench.runner import deadline
+from accelbench.runner.audit import Capture
+from accelbench.runner.speedups import MIN_PAIRS, Wanted, wanted_speedups
+from accelbench.timing import stats
+from accelbench.timing.checkpoint import TimedOut, checkpoint
+from accelbench.timing.clock import Clock, PerfCounterClock
+from accelbench.timing.rigor import Rigor, get_rigor
+from accelbench.units import format_seconds
+from accelbench.workloads.registry import get_workload
+
+PAIRS = {"quick": 8, "standard": 16, "rigorous": 32}   # rounds per group, by rigor
+# seconds of paired blocks per side (a group's budget: this × its sides): about a third of the
+# measurement's own budget, so pairing adds little to a run
+SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
+MEMORY_FRACTION = 0.4  # a group's inputs together must fit in this share of the host's memory
+
+
+@dataclass
+class TimedSide:
+    """One thing a round times: `calls` calls of `call` in one synchronised block."""
+
+    call: Callable[[], object]
+    synchronize: Callable[[], object]
+    calls: int
+    threads: Callable[[], ContextManager] = nullcontext
+
+    def block_s(self, clock: Clock) -> float:
+        with self.threads():
+            checkpoint()  # Ctrl-C, SIGTERM or the deadline between blocks
+            self.synchronize()
+            start_s = clock.now()
+            for _ in range(self.calls):
+                self.call()
+            self.synchronize()
+            return clock.now() - start_s
+
+
+def run_rounds(sides: Sequence[TimedSide], rounds: int, clock: Clock | None = None) -> list[list[float]]:
+    """Seconds per call of each side in each round; sides forward in even rounds, backward in odd."""
+    clock = clock or PerfCounterClock()
+    per_call_s: list[list[float]] = [[] for _ in sides]
+    for index in range(rounds):
+        order = range(len(sides)) if index % 2 == 0 else range(len(sides) - 1, -1, -1)
+        for position in order:
+            side = sides[position]
+            per_call_s[position].append(side.block_s(clock) / side.calls)
+    return per_call_s
+
+
+def block_calls(m: Measurement, phase: str) -> int:
+    """The measurement's own block: its calls per sample for compute; for another phase, the
+    calls that last as long as a compute block."""
+    if phase == "compute":
+        return max(1, m.calls_per_sample)
+    block_s = m.calls_per_sample * stats.median(m.samples_s)
+    return max(1, round(block_s / max(stats.median(m.phases_s[phase]), 1e-12)))
+
+
+def group_key(m: Measurement) -> tuple:
+    return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k not in ("threads", "dtype")))
+
+
+def pair_speedups(measurements: Sequence[Measurement], backends: dict, store, run_id: str, rigor: Rigor | str,
+                  *, seed: int, clock: Clock | None = None,
+                  on_group: Callable[[str], None] | None = None) -> list[PairedSamples]:
+    """Pair every wanted speed-up, group by group; each stored as soon as its group is done."""
+    rigor = get_rigor(rigor)
+    groups: dict[tuple, list[Wanted]] = defaultdict(list)
+    for wanted in wanted_speedups(measurements):
+        groups[group_key(wanted.candidate)].append(wanted)
+    stored = []
+    for items in groups.values():
+        checkpoint()
+        if on_group:
+            on_group(items[0].candidate.spec.workload)
+        for paired in pair_group(items, backends, rigor, seed=seed, clock=clock):
+            store.add_speedup(run_id, paired)
+            stored.append(paired)
+    return stored
+
+
+def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: int,
+               clock: Clock | None = None) -> list[PairedSamples]:
+    """The paired rounds of one group's speed-ups, or each with the reason it was not paired."""
+    sides: dict[tuple[int, str], Measurement] = {}
+    for w in items:
+        sides.setdefault((id(w.baseline), w.baseline_phase), w.baseline)
+        sides.setdefault((id(w.candidate), w.candidate_phase), w.candidate)
+    round_s = sum(block_calls(m, phase) * stats.median(m.phases_s[phase]) for (_, phase), m in sides.items())
+    budget_s = len(sides) * SIDE_BUDGET_S.get(rigor.name, rigor.budget_s / 3)
+    rounds = min(PAIRS.get(rigor.name, PAIRS["standard"]), math.floor(budget_s / max(round_s, 1e-12)))
+    if rounds < MIN_PAIRS:
+        return _unpaired(items, f"not paired: a round of its {len(sides)} blocks takes {format_seconds(round_s)}, "
+                                f"{MIN_PAIRS} rounds would pass the budget of {budget_s:.3g} s (rigor {rigor.name})")
+    try:
+        with deadline.spec_scope():
+            times = _timed_rounds(list(sides.items()), backends, rounds, seed, clock)
+    except TimedOut as exc:
+        return _unpaired(items, f"not paired: {exc}")
+    except Unsupported as exc:
+        return _unpaired(items, f"not paired: {exc}")
+    except MemoryError:
+        return _unpaired(items, "not paired: out of memory with the group's inputs prepared together")
+    except Exception as exc:  # noqa: BLE001 - a failed pairing leaves the unpaired ratio, the run goes on
+        return _unpaired(items, f"not paired: {type(exc).__name__}: {exc}")
+    found = []
+    for w in items:
+        a, b = times[(id(w.baseline), w.baseline_phase)], times[(id(w.candidate), w.candidate_phase)]
+        found.append(PairedSamples(w.kind, w.baseline.spec, w.baseline_phase, w.candidate.spec,
+                                   w.candidate_phase, tuple(a), tuple(b)))
+    return found
+
+
+def _unpaired(items: Sequence[Wanted], note: str) -> list[PairedSamples]:
+    return [PairedSamples(w.kind, w.baseline.spec, w.baseline_phase, w.candidate.spec, w.candidate_phase, note=note)
+            for w in items]
+
+
+class _Prepared:
+    """One workload instance per spec without its thread count (numpy on 1 and on all threads
+    share it): prepared once for the group, released after."""
+
+    def __init__(self, backends: dict, seed: int) -> None:
+        self.backends, self.seed = backends, seed
+        self.by_spec: dict[tuple, tuple] = {}   # key -> (prepared, capture, backend)
+
+    def get(self, m: Measurement):
+        key = (m.spec.workload, m.spec.backend, m.spec.device, group_params(m))
+        if key not in self.by_spec:
+            backend = self.backends[m.spec.backend]
+            prepared = get_workload(m.spec.workload).prepare(backend, m.spec.device, dict(group_params(m)), self.seed)
+            self.by_spec[key] = (prepared, Capture(prepared.compute), backend)
+            if prepared.self_timed is not None:
+                raise Unsupported(f"{m.spec.workload} times itself (one synchronised batch per sample)")
+        return self.by_spec[key]
+
+    def release(self) -> None:
+        for prepared, _, _ in self.by_spec.values():
+            if prepared.release:
+                prepared.release()
+
+
+def group_params(m: Measurement) -> tuple:
+    return tuple((k, v) for k, v in m.spec.params if k != "threads")
+
+
+def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: dict, rounds: int, seed: int,
+                  clock: Clock | None) -> dict[tuple[int, str], list[float]]:
+    _check_memory([m for _, m in sides])
+    prepared = _Prepared(backends, seed)
+    try:
+        timed = [_timed_side(m, phase, *prepared.get(m)) for (_, phase), m in sides]
+        for instance, _, _ in prepared.by_spec.values():
+            if instance.poison:
+                instance.poison()
+        run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
+        per_call_s = run_rounds(timed, rounds, clock)
+        for instance, capture, _ in prepared.by_spec.values():
+            _check(instance, capture)
+    finally:
+        prepared.release()
+    return {key: times for (key, _), times in zip(sides, per_call_s)}
+
+
+def _timed_side(m: Measurement, phase: str, prepared, capture: Capture, backend) -> TimedSide:
+    device = m.spec.device
+    call = capture if phase == "compute" else prepared.end_to_end()
+    if call is None:
+        raise Unsupported(f"{m.spec.label()} has no {phase} phase to time")
+
+    def synchronize() -> None:
+        backend.synchronize(device)
+        backend.wait_for(capture.last)
+
+    return TimedSide(call, synchronize, block_calls(m, phase), lambda: backend.threads(m.threads))
+
+
+def _check(prepared, capture: Capture) -> None:
+    """The paired blocks' outputs, judged as runner/audit.py judges the timed block's."""
+    if prepared.check_output is not None:
+        check = prepared.check_output(capture.last)
+    elif prepared.verify is not None:
+        check = prepared.verify()
+    else:
+        return
+    if not check.passed:
+        raise Unsupported(f"the output of a paired block failed its check: {check.detail}")
+
+
+def _check_memory(measurements: list[Measurement]) -> None:
+    try:
+        host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    specs = {(m.spec.workload, m.spec.backend, m.spec.device, group_params(m)) for m in measurements}
+    need = sum(get_workload(w).footprint_bytes(dict(p)) for w, _, _, p in specs)
+    if need > MEMORY_FRACTION * host_bytes:
+        raise Unsupported(f"the group's inputs together need {need / 2**30:.1f} GiB, over "
+                          f"{MEMORY_FRACTION:.0%} of this machine's memory")

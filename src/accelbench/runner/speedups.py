@@ -1,0 +1,159 @@
+"""Which speed-ups a run shows, and their ratios: from interleaved paired rounds where measured.
+
+A speed-up compares two measurements. Taken minutes apart, each under whatever load the machine
+had then, their ratio carries that load's comings and goings. runner/pairing.py therefore times
+both sides again in alternating rounds (one block each per round, a balanced order); each round
+gives one ratio, and the speed-up is the median of those paired ratios with a distribution-free
+interval, so load that changes slower than a round cancels. Where pairing did not happen (an
+imported run, blocks too long for the budget) the ratio of the two medians is shown, marked
+"unpaired".
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from accelbench.results import Measurement, PairedSamples
+from accelbench.timing import stats
+
+CPU_ALL_CORES = "cpu_all_cores"     # numpy on all cores (compute) / this compute time
+CPU_ONE_THREAD = "cpu_one_thread"   # numpy on one thread (compute) / this compute time
+END_TO_END = "end_to_end"           # numpy on all cores (compute) / this end-to-end time
+VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, same series and parameters
+                                    # (matmul: every dtype; other workloads: float64)
+KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
+
+PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
+UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
+MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
+
+
+@dataclass(frozen=True)
+class SpeedupCI(stats.RatioCI):
+    """A speed-up with its interval, and whether it comes from paired rounds (`pairs` > 0)."""
+
+    pairs: int = 0
+    note: str = ""   # for an unpaired ratio: why it is not paired
+
+    @property
+    def paired(self) -> bool:
+        return self.pairs > 0
+
+    @property
+    def method(self) -> str:
+        return PAIRED_METHOD if self.paired else (self.note or UNPAIRED_NOTE)
+
+    def basis(self) -> str:
+        """'16 pairs' or 'unpaired', for the tables."""
+        return f"{self.pairs} pairs" if self.paired else "unpaired"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "verdict": self.verdict(),
+                "paired": self.paired, "pairs": self.pairs, "method": self.method}
+
+
+def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
+                    confidence: float = stats.CONFIDENCE) -> SpeedupCI:
+    """Median of the per-round ratios baseline / candidate, with the order-statistic interval
+    of that median (distribution-free; infinite below MIN_PAIRS rounds)."""
+    if len(baseline_s) != len(candidate_s) or not baseline_s:
+        raise ValueError(f"paired rounds need equal, non-zero counts: {len(baseline_s)} and {len(candidate_s)}")
+    ratios = sorted(b / c if c > 0 else math.inf for b, c in zip(baseline_s, candidate_s))
+    low, high = stats.median_ci_presorted(ratios, confidence)
+    return SpeedupCI(stats.quantile_presorted(ratios, 0.5), low, high, confidence, pairs=len(ratios))
+
+
+def unpaired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float], note: str = "") -> SpeedupCI:
+    r = stats.ratio_of_medians_ci(baseline_s, candidate_s)
+    return SpeedupCI(r.ratio, r.low, r.high, r.confidence, pairs=0, note=note or UNPAIRED_NOTE)
+
+
+# -- which speed-ups are shown -------------------------------------------------------------------
+
+def baseline_key(m: Measurement) -> tuple:
+    return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k != "threads"))
+
+
+def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
+    """numpy@cpu on the most threads, and on one thread (where more than one was measured)."""
+    cpu = [m for m in valid if m.spec.backend == "numpy" and m.spec.device == "cpu"]
+    most = max((m.threads or 0 for m in cpu), default=0)
+    all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most}
+    one = {baseline_key(m): m for m in cpu if m.threads == 1 and most > 1}
+    return all_cores, one
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One speed-up a run shows: baseline phase time / candidate phase time."""
+
+    kind: str
+    baseline: Measurement
+    baseline_phase: str
+    candidate: Measurement
+    candidate_phase: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.baseline.spec.key, self.baseline_phase, self.candidate.spec.key, self.candidate_phase)
+
+
+def series_key(m: Measurement) -> tuple:
+    """Everything but the dtype: a float32 measurement and a float64 one of the same series."""
+    return (m.spec.workload, m.spec.backend, m.spec.device, tuple((k, v) for k, v in m.spec.params if k != "dtype"))
+
+
+def wanted_speedups(measurements: Iterable[Measurement]) -> list[Wanted]:
+    """Every speed-up the analysis shows, between valid measurements of one run."""
+    valid = [m for m in measurements if m.valid]
+    cpu_all, cpu_one = cpu_baselines(valid)
+    float32 = {series_key(m): m for m in valid if m.spec.param("dtype") == "float32"}
+    wanted = []
+    for m in valid:
+        key = baseline_key(m)
+        for kind, baseline in ((CPU_ALL_CORES, cpu_all.get(key)), (CPU_ONE_THREAD, cpu_one.get(key))):
+            if baseline is not None and baseline is not m:
+                wanted.append(Wanted(kind, baseline, "compute", m, "compute"))
+        baseline = cpu_all.get(key)
+        if baseline is not None and baseline is not m and "end_to_end" in m.phases_s:
+            wanted.append(Wanted(END_TO_END, baseline, "compute", m, "end_to_end"))
+        fp32 = float32.get(series_key(m))
+        if fp32 is not None and fp32 is not m and _compared_with_float32(m):
+            wanted.append(Wanted(VS_FLOAT32, m, "compute", fp32, "compute"))
+    return wanted
+
+
+def _compared_with_float32(m: Measurement) -> bool:
+    """What the report compares with float32: every dtype for matmul, float64 elsewhere."""
+    return m.spec.workload == "matmul" or m.spec.param("dtype") == "float64"
+
+
+class Speedups:
+    """The ratio of each shown speed-up: paired where pairing measured it, else unpaired (marked)."""
+
+    def __init__(self, paired: Iterable[PairedSamples] = ()) -> None:
+        self._paired = {p.key: p for p in paired}
+
+    def ratio(self, wanted: Wanted | None) -> SpeedupCI | None:
+        if wanted is None or wanted.candidate_phase not in wanted.candidate.phases_s:
+            return None
+        found = self._paired.get(wanted.key)
+        ratio = paired_ratio_ci(found.baseline_s, found.candidate_s) if found is not None and found.baseline_s else None
+        if ratio is not None:
+            return ratio
+        note = f"unpaired: {found.note}" if found is not None and found.note else UNPAIRED_NOTE
+        return unpaired_ratio_ci(wanted.baseline.phases_s[wanted.baseline_phase],
+                                 wanted.candidate.phases_s[wanted.candidate_phase], note)
+
+    def by_candidate(self, measurements: Iterable[Measurement]) -> dict[int, dict[str, SpeedupCI]]:
+        """id(candidate measurement) -> {kind: its speed-up}."""
+        found: dict[int, dict[str, SpeedupCI]] = defaultdict(dict)
+        for wanted in wanted_speedups(measurements):
+            ratio = self.ratio(wanted)
+            if ratio is not None:
+                # a float32 row is the candidate of every other dtype: its own row shows none
+                target = wanted.baseline if wanted.kind == VS_FLOAT32 else wanted.candidate
+                found[id(target)][wanted.kind] = ratio
+        return found

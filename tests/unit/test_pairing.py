@@ -1,0 +1,239 @@
+"""Speed-ups from interleaved paired rounds (runner/pairing.py, runner/speedups.py).
+
+The load test pins this process and a busy subprocess to one core and stops and starts the
+subprocess while the rounds run: the paired ratio must still hold the known cost ratio (3), while
+the same two costs timed apart, one with the load and one without, are far off.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from accelbench.backends.numpy_backend import NumpyBackend
+from accelbench.cli.main import main
+from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
+from accelbench.runner import pairing
+from accelbench.runner.analysis import analyse
+from accelbench.runner.execute import TrustContext, measure_item
+from accelbench.runner.plan import PlanItem, build_plan, usable_cpus
+from accelbench.runner.session import run_plan
+from accelbench.runner.speedups import CPU_ALL_CORES, paired_ratio_ci, unpaired_ratio_ci
+from accelbench.store.db import Store
+from accelbench.timing import checkpoint
+
+
+def _work(units: int) -> None:
+    x = 1.0
+    for _ in range(units):
+        x = x * 1.0000001 + 1e-9
+
+
+def _calibrated_units(target_s: float) -> int:
+    units = 10_000
+    while True:
+        start = time.perf_counter()
+        _work(units)
+        took = time.perf_counter() - start
+        if took >= target_s / 4:
+            return max(1, int(units * target_s / took))
+        units *= 4
+
+
+class _Load:
+    """Busy subprocesses pinned to one core, stopped and started together."""
+
+    def __init__(self, core: int, count: int) -> None:
+        pin = (lambda: os.sched_setaffinity(0, {core}))
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin)
+                          for _ in range(count)]
+        self.running = True
+
+    def set(self, running: bool) -> None:
+        for process in self.processes:
+            process.send_signal(signal.SIGCONT if running else signal.SIGSTOP)
+        self.running = running
+
+
+@pytest.fixture
+def one_core():
+    """This process and two busy subprocesses on the same core: while they run, our work gets
+    about a third of the core."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs sched_setaffinity (Linux) to share one core with the load")
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    os.sched_setaffinity(0, {core})
+    load = _Load(core, 2)
+    load.set(False)
+    try:
+        yield load
+    finally:
+        for process in load.processes:
+            process.kill()
+            process.wait()
+        os.sched_setaffinity(0, before)
+
+
+def _blocks_s(call, seconds: float) -> list[float]:
+    """Blocks of one call each, for `seconds`: an unpaired measurement."""
+    times, end = [], time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def test_paired_rounds_hold_the_known_ratio_while_a_load_starts_and_stops(one_core):
+    units = _calibrated_units(0.010)
+    fast = pairing.TimedSide(lambda: _work(units), lambda: None, calls=2)           # k units a call
+    slow = pairing.TimedSide(lambda: (_work(units), _work(units), _work(units)), lambda: None, calls=2)  # 3k
+
+    # unpaired: the fast side timed while the load sleeps, the slow one while it runs
+    fast_s = _blocks_s(fast.call, 0.4)
+    one_core.set(True)
+    slow_s = _blocks_s(slow.call, 0.6)
+    one_core.set(False)
+    unpaired = unpaired_ratio_ci(slow_s, fast_s)
+    assert unpaired.ratio > 3 * 1.5, f"the load did not slow the work ({unpaired.ratio:.2f}): the test proves nothing"
+
+    stop = threading.Event()
+
+    def toggle():  # the load comes and goes, out of step with the rounds
+        while not stop.wait(1.0):
+            one_core.set(not one_core.running)
+
+    toggler = threading.Thread(target=toggle, daemon=True)
+    toggler.start()
+    try:
+        slow_rounds, fast_rounds = pairing.run_rounds([slow, fast], 30)
+    finally:
+        stop.set()
+        toggler.join()
+    per_call = sorted(slow_rounds)
+    assert per_call[-3] > 1.5 * per_call[2], "the load never overlapped the rounds"
+    paired = paired_ratio_ci(slow_rounds, fast_rounds)
+    assert paired.pairs == 30 and paired.paired
+    # the interval holds 3 (a margin of 3% for the calls' own overhead and the shared machine),
+    # and says something: the ratio itself within 15% of 3
+    assert paired.low * 0.97 <= 3.0 <= paired.high * 1.03, (paired, unpaired)
+    assert abs(paired.ratio / 3.0 - 1) < 0.15, (paired, unpaired)
+
+
+def test_rounds_run_in_a_balanced_order():
+    seen = []
+    sides = [pairing.TimedSide(lambda name=name: seen.append(name), lambda: None, calls=1) for name in "AB"]
+    pairing.run_rounds(sides, 4)
+    assert "".join(seen) == "ABBAABBA"
+
+
+def _m(backend: str, device: str, seconds: float, threads=None, **params) -> Measurement:
+    extra = {"threads": threads} if threads else {}
+    return Measurement(spec=Spec.make("matmul", backend, device, n=64, dtype="float32", **params, **extra),
+                       phases_s={"compute": tuple(seconds * (1 + 0.001 * i) for i in range(12))},
+                       first_call_s=seconds, work=Work(2 * 64**3, 3 * 4 * 64**2), check=Check(True, 0.0, 1e-5),
+                       threads=threads)
+
+
+def test_analysis_uses_paired_rounds_and_marks_the_rest_unpaired():
+    cpu_all, cpu_one, device = _m("numpy", "cpu", 0.01, 2), _m("numpy", "cpu", 0.02, 1), _m("torch", "cuda:0", 0.001)
+    rounds = PairedSamples(CPU_ALL_CORES, cpu_all.spec, "compute", device.spec, "compute",
+                           baseline_s=(0.004,) * 10, candidate_s=(0.001,) * 10)  # 4× paired, 10× unpaired
+    rows = {r.spec.backend + str(r.spec.param("threads")): r for r in analyse([cpu_all, cpu_one, device], {}, [rounds])}
+    paired = rows["torchNone"].speedup_all
+    assert paired.paired and paired.pairs == 10 and abs(paired.ratio - 4.0) < 1e-9
+    assert not rows["torchNone"].speedup_one.paired  # no rounds for that one
+    assert abs(rows["torchNone"].speedup_one.ratio - 20.0) < 0.1
+    shown = rows["torchNone"].to_dict()["speedup_vs_cpu_all_cores"]
+    assert shown["paired"] is True and shown["pairs"] == 10 and "paired ratios" in shown["method"]
+    # a speed-up that could not be paired says why, and falls back to the two medians
+    why = PairedSamples(CPU_ALL_CORES, cpu_all.spec, "compute", device.spec, "compute", note="not paired: too long")
+    fallback = analyse([cpu_all, cpu_one, device], {}, [why])[2].speedup_all
+    assert not fallback.paired and fallback.method == "unpaired: not paired: too long"
+    assert abs(fallback.ratio - 10.0) < 0.05
+
+
+def _measured(backend, threads, n=64):
+    spec = Spec.make("matmul", "numpy", "cpu", n=n, dtype="float64", threads=threads)
+    with backend.threads(threads):
+        return measure_item(PlanItem(spec, threads), backend, "quick", seed=3, trust=TrustContext(probe_sync=False))
+
+
+class _List(list):
+    def add_speedup(self, run_id, paired):
+        self.append(paired)
+
+
+class WrongWhenPaired(NumpyBackend):
+    """Honest while measured, wrong afterwards: the paired blocks must not count its work."""
+
+    name = "numpy"
+
+    def matmul(self, a, b, out=None):
+        result = super().matmul(a, b, out)
+        result *= 1.5
+        return result
+
+
+def test_a_paired_block_with_a_wrong_output_is_not_counted():
+    honest = NumpyBackend()
+    one, two = _measured(honest, 1), _measured(honest, 2)
+    assert one.valid and two.valid
+    store = _List()
+    pairing.pair_speedups([one, two], {"numpy": honest}, store, "run", "quick", seed=3)
+    assert store and all(p.baseline_s and len(p.baseline_s) >= 6 for p in store)
+    store = _List()
+    pairing.pair_speedups([one, two], {"numpy": WrongWhenPaired()}, store, "run", "quick", seed=3)
+    assert store and all(not p.baseline_s and "failed its check" in p.note for p in store)
+
+
+def _plan(sizes):
+    return build_plan(["matmul"], sizes=sizes, dtypes=["float64"], backends={"numpy": NumpyBackend()},
+                      cpu_threads=2)
+
+
+def test_a_stop_during_pairing_keeps_what_was_stored(tmp_path, monkeypatch):
+    db = tmp_path / "r.sqlite"
+    groups = []
+    real = pairing.pair_group
+
+    def stop_after_first(items, *args, **kwargs):
+        if groups:  # the second group: Ctrl-C arrives while its rounds run
+            checkpoint.request_stop(signal.SIGINT)
+        groups.append(items)
+        return real(items, *args, **kwargs)
+
+    monkeypatch.setattr(pairing, "pair_group", stop_after_first)
+    try:
+        results = run_plan(_plan([48, 64]), {"numpy": NumpyBackend()}, rigor="quick", db=str(db), telemetry=False)
+    finally:
+        checkpoint.clear_stop()
+    assert results.interrupted and len(groups) == 2
+    with Store(db) as store:
+        (run,) = store.runs()
+        assert run.status == "interrupted" and run.result_count == 4
+        stored = store.speedups(run.id)
+    assert len(stored) == 2 and all(p.baseline.param("n") == 48 and len(p.baseline_s) >= 6 for p in stored)
+    assert [p.key for p in results.paired] == [p.key for p in stored]
+
+
+@pytest.mark.skipif(usable_cpus() < 2, reason="one usable CPU: no one-thread / all-cores speed-up")
+def test_terminal_and_json_show_the_pairs(tmp_path, capsys):
+    db = str(tmp_path / "r.sqlite")
+    argv = ["run", "matmul", "--sizes", "96", "--dtype", "float64", "--backend", "numpy", "--rigor", "quick",
+            "--db", db, "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(8 pairs)" in out, out
+    assert main(argv + ["--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    (one,) = [r for r in document["results"] if r["threads"] == 1]
+    speedup = one["speedup_vs_cpu_all_cores"]
+    assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"]
