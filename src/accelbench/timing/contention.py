@@ -290,4 +290,4 @@ def attach(measurement: Any, findings: list, windows: dict[str, Interference | N
              for phase, window in windows.items() if window is not None and window.disturbed]
     found += [Finding(NOISY, reason) for reason in device_reasons(telemetry, device)]
     telemetry["interference"] = {phase: w.to_dict() for phase, w in windows.items() if w is not None}
-    return dataclasses.replace(measurement, telemetry=telemetry), list(findings) + found
+    return dataclasses.replace(measurement, telemetry=telemetry), found + list(findings)  # the cause first
