@@ -31,3 +31,16 @@ def _isolated_database(tmp_path, monkeypatch):
     """No test reads or writes the user's own results database."""
     monkeypatch.setenv("ACCELBENCH_DB", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+@pytest.fixture
+def ignore_machine_load(monkeypatch):
+    """For tests about something else (ceilings, compare): other processes' load and bursts on a
+    shared test machine do not make results noisy. tests/unit/test_contention*.py test that judgement."""
+    import math
+
+    from accelbench.timing import bursts, contention
+
+    monkeypatch.setattr(contention, "OTHERS_CORES_LIMIT", math.inf)
+    monkeypatch.setattr(contention, "STEAL_LIMIT", math.inf)
+    monkeypatch.setattr(bursts, "BURST_SHARE", math.inf)

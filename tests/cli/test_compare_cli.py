@@ -39,7 +39,8 @@ def _compare(capsys, *argv):
     return code, captured.out, captured.err
 
 
-def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, capsys, monkeypatch, one_cpu):
+def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, capsys, monkeypatch, one_cpu,
+                                                                    ignore_machine_load):
     db = str(tmp_path / "r.sqlite")
     _run(db, capsys)
     _run(db, capsys)

@@ -12,7 +12,7 @@ def _valid_workloads() -> set[str]:
         return {w for (w,) in connection.execute("SELECT workload FROM results WHERE verdict = 'valid'")}
 
 
-def test_info_shows_measured_peaks_after_a_run(capsys):
+def test_info_shows_measured_peaks_after_a_run(capsys, ignore_machine_load):
     # conftest points ACCELBENCH_DB at a fresh file: run and info share it
     assert main(["run", "matmul", "--sizes", "256", "--dtype", "float32", "--backend", "numpy",
                  "--rigor", "quick", "--no-progress"]) == 0

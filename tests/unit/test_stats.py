@@ -37,8 +37,10 @@ def test_summarize_fields():
     assert summary.min_s == 1.0 and summary.max_s == 10.0
     assert summary.mean_s == 5.5
     assert summary.iqr_s == pytest.approx(summary.q3_s - summary.q1_s)
-    assert (summary.ci_low_s, summary.ci_high_s) == (2.0, 9.0)  # ranks 1 and 8 (0-based) for n=10
-    assert summary.rel_ci_halfwidth == pytest.approx(3.5 / 5.5)
+    assert stats.median_ci([4.0, 1.0, 3.0, 2.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]) == (2.0, 9.0)  # ranks 1 and 8
+    # in this order the samples climb steadily, so the batch medians disagree and widen the interval
+    assert summary.ci_low_s < 2.0 and summary.ci_high_s > 9.0 and summary.ci_method == "batch medians"
+    assert summary.rel_ci_halfwidth == pytest.approx((summary.ci_high_s - 5.5) / 5.5)  # symmetric about the median
 
 
 def test_single_sample_and_empty_input():

@@ -86,7 +86,10 @@ def _run(args) -> int:
                            telemetry=not args.no_telemetry, inventory=inventory,
                            timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout)
     if args.json:
-        data = {**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached]}
+        from accelbench.timing.contention import run_notice
+
+        data = {**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached],
+                "busy_machine": run_notice(results.measurements)}
         json.dump(data, sys.stdout, indent=2, default=_jsonable)
         sys.stdout.write("\n")
     else:
@@ -174,9 +177,13 @@ def _print_summary(results) -> None:
     from accelbench.runner.summary import render_summary
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
+    from accelbench.timing.contention import run_notice
 
     # a log file gets wide lines rather than a table folded into 80 columns
     console = make_console(width=None if sys.stdout.isatty() else 180)
+    busy = run_notice(results.measurements)
+    if busy:
+        console.print(f"[bold yellow]![/] {literal(busy)}", soft_wrap=True)  # one line, first: it qualifies every table
     render_summary(results.rows, results.skips, console)
     _print_findings(results, console)
     console.print()

@@ -19,7 +19,7 @@ from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sync_check import UNTESTED, probe_backend
-from accelbench.timing import stats
+from accelbench.timing import contention, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import PerfCounterClock
 from accelbench.timing.harness import Timing, measure
@@ -143,9 +143,10 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     device = item.spec.device
     watched = sorted({device, "cpu"})
     if prepared.self_timed is not None:
-        with (sampler.window() if sampler else contextlib.nullcontext()) as window:
+        with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
             timed = prepared.self_timed(rigor=rigor)
-        return _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
+        measurement, findings = _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
+        return contention.attach(measurement, findings, {"compute": busy.result}, device)
 
     clock = clock or PerfCounterClock()
     capture = Capture(prepared.compute)
@@ -154,14 +155,17 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
         backend.synchronize(device)
         backend.wait_for(capture.last)  # arrays the backend's own sync does not know (a user's jax function)
 
-    with (sampler.window() if sampler else contextlib.nullcontext()) as window:
+    with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
         compute = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state)
     telemetry = window.summary_for(watched) if sampler else {}
     timings: dict[str, Timing] = {"compute": compute}
+    windows = {"compute": busy.result}  # what other processes did during each phase's timing
     others = {"to_device": prepared.to_device, "to_host": prepared.to_host, "end_to_end": prepared.end_to_end()}
     for phase, call in others.items():
         if call is not None:
-            timings[phase] = measure(call, synchronize, clock=clock, rigor=phase_rigor(rigor))
+            with contention.watch() as busy:
+                timings[phase] = measure(call, synchronize, clock=clock, rigor=phase_rigor(rigor))
+            windows[phase] = busy.result
     audited = audit(prepared, capture, synchronize, clock, device, calls_per_sample=compute.calls_per_sample,
                     median_s=compute.summary.median_s, overhead_s=compute.overhead_s, to_host=backend.to_host)
     warnings = list(compute.warnings)
@@ -172,17 +176,18 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     extra = prepared.metrics() if prepared.metrics else {}
     if audited.fresh_call_s is not None:
         extra = {**extra, "fresh_input_call_s": audited.fresh_call_s}
-    return Measurement(
+    return contention.attach(Measurement(
         spec=item.spec, phases_s={k: t.samples_s for k, t in timings.items()},
         first_call_s=compute.first_call_s, work=workload.work(item.params), check=audited.check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
         target_met=compute.target_met, threads=item.threads, telemetry=telemetry, extra=extra,
-    ), findings
+    ), findings, windows, device)
 
 
 def _disturbs(warning: str) -> bool:
     """Harness warnings that make a number noisy (missed target, unstable, drift, warm-up)."""
-    return any(word in warning for word in ("target", "unstable", "drift", "still getting faster", "changed during"))
+    return any(word in warning for word in ("target", "unstable", "drift", "still getting faster", "changed during",
+                                            "bursts"))
 
 
 def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> tuple[Measurement, list[Finding]]:

@@ -11,6 +11,7 @@ it is timed at open (watching the counter tick for a moment) rather than assumed
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -31,7 +32,7 @@ BUFFERS = {
 }
 NVML_METRICS = ("utilization_percent", "memory_utilization_percent", "memory_used_bytes", "memory_total_bytes",
                 "power_w", "power_from_energy_w", "temperature_c", "sm_clock_mhz", "memory_clock_mhz",
-                "throttle_reasons")
+                "throttle_reasons", "other_processes")
 THROTTLE_BITS = {
     0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
     0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
@@ -47,6 +48,15 @@ _QUIET = ("not_supported", "function_not_found")
 
 def throttle_names(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+
+
+def other_process_count(pids: list[int], own_pids: set[int]) -> int:
+    """Processes on the GPU besides ours. Inside a container NVML lists host pids, so ours may not
+    be recognised: then one of those listed is taken to be us (we hold a context while measuring)."""
+    listed = set(pids)
+    if listed & own_pids:
+        return len(listed - own_pids)
+    return max(0, len(listed) - 1)
 
 
 @dataclass
@@ -162,6 +172,8 @@ class NvmlSource(Source):
             "temperature_c": (lambda: nv.temperature_c(i), lambda v: {"temperature_c": float(v)}),
             "throttle_reasons": (lambda: nv.throttle_reasons(i), lambda v: {"throttle_reasons": throttle_names(v)}),
             "total_energy": (lambda: nv.total_energy_mj(i), lambda v: {}),
+            "other_processes": (lambda: nv.running_processes(i), lambda procs: {
+                "other_processes": other_process_count([pid for pid, _ in procs], {os.getpid()})}),
         }
         if not {"gpu_utilization", "memory_utilization"} <= gpu.buffered:
             reads["utilization_percent"] = (lambda: nv.utilization_percent(i), lambda v: {

@@ -7,7 +7,8 @@ a clock the test controls. Recording additions, per device:
     "sm_clock_mhz": 1980, "memory_clock_mhz": 2619, "throttle_reasons": 1, "total_energy_mj": 123,
     "memory_free_bytes": ...,            # any of these may be {"series": [[t_s, value], ...]}
     "samples": {"gpu_utilization": [[t_us, value], ...], "total_power": [[t_us, mW], ...], ...},
-    "sample_buffer_size": 120            # NVML keeps only the newest samples: a ring buffer
+    "sample_buffer_size": 120,           # NVML keeps only the newest samples: a ring buffer
+    "processes": [[pid, used_memory_bytes or null], ...]   # compute and graphics contexts on the GPU
 A series answers the last value at or before the clock (an error value raises, as elsewhere).
 """
 from __future__ import annotations
@@ -36,6 +37,7 @@ class TelemetryNvml(Nvml, Protocol):
     def throttle_reasons(self, index: int) -> int: ...
     def total_energy_mj(self, index: int) -> int: ...
     def samples(self, index: int, kind: str, last_seen_us: int) -> list[tuple[int, float]]: ...
+    def running_processes(self, index: int) -> list[tuple[int, int | None]]: ...
 
 
 class PynvmlTelemetry(PynvmlAdapter):
@@ -65,6 +67,19 @@ class PynvmlTelemetry(PynvmlAdapter):
 
     def total_energy_mj(self, index: int) -> int:
         return int(self._device_call("nvmlDeviceGetTotalEnergyConsumption", index))
+
+    def running_processes(self, index: int) -> list[tuple[int, int | None]]:
+        """(pid, GPU memory bytes or None) of every compute and graphics context on the GPU."""
+        found: dict[int, int | None] = {}
+        for call in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            try:
+                for process in self._device_call(call, index):
+                    used = getattr(process, "usedGpuMemory", None)
+                    found[int(process.pid)] = int(used) if isinstance(used, int) else None
+            except NvmlError as exc:
+                if exc.code not in ("function_not_found", "not_supported") or call.endswith("ComputeRunningProcesses"):
+                    raise
+        return sorted(found.items())
 
     def samples(self, index: int, kind: str, last_seen_us: int) -> list[tuple[int, float]]:
         """Buffered samples newer than last_seen_us; NvmlError("not_found") when there are none."""
@@ -118,6 +133,9 @@ class RecordedTelemetryNvml(RecordedNvml):
 
     def total_energy_mj(self, index: int) -> int:
         return int(self._device(index, "total_energy_mj"))
+
+    def running_processes(self, index: int) -> list[tuple[int, int | None]]:
+        return [(int(pid), used) for pid, used in self._device(index, "processes")]
 
     def samples(self, index: int, kind: str, last_seen_us: int) -> list[tuple[int, float]]:
         self.sample_calls.append((index, kind, last_seen_us))

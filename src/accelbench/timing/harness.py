@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from accelbench.results import PHASES
-from accelbench.timing import stats
+from accelbench.timing import bursts, stats
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock, clock_resolution_s
 from accelbench.timing.rigor import DEFAULT_RIGOR, Rigor, get_rigor
@@ -153,14 +153,19 @@ def _warm_up(run: _Run, target_s: float, overhead_s: float) -> tuple[int, int, l
 
 def _sample(run: _Run, calls: int) -> tuple[list[float], str]:
     """Blocks until the CI target is met, the budget is spent, or max_samples is reached."""
-    rigor, samples_s, ordered_s = run.rigor, [], []
+    rigor, samples_s, ordered_s, next_batch_check = run.rigor, [], [], 0
     for _ in range(rigor.max_samples):
         sample_s = run.block_s(calls) / calls
         samples_s.append(sample_s)
         bisect.insort(ordered_s, sample_s)  # kept sorted: the CI is then a lookup per sample
         count = len(samples_s)
-        if count >= rigor.min_samples and stats.rel_ci_halfwidth_presorted(ordered_s) <= rigor.target_rel_ci:
-            return samples_s, "target"
+        if (count >= rigor.min_samples and count >= next_batch_check
+                and stats.rel_ci_halfwidth_presorted(ordered_s) <= rigor.target_rel_ci):
+            # the reported interval is also the batch medians' one: it must meet the target too
+            # (checked every 10% more samples: it costs a pass over them)
+            if stats.batch_ci_halfwidth(samples_s) <= rigor.target_rel_ci * ordered_s[count // 2]:
+                return samples_s, "target"
+            next_batch_check = count + max(1, count // 10)
         if count >= MIN_SAMPLES_ON_BUDGET and run.elapsed_s() >= rigor.budget_s:
             return samples_s, "budget"
     return samples_s, "max_samples"
@@ -191,7 +196,7 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     target_met = stop_reason == "target"
     warnings += warmup_warnings
     warnings += _quality_warnings(summary, rigor, stop_reason, calls, overhead_s, clock_resolution_s(clock))
-    warnings += _drift_warnings(samples_s)
+    warnings += _drift_warnings(samples_s) + bursts.burst_warnings(summary, samples_s)
     after = _read_state(state, warnings)
     warnings += state_warnings(before, after)
     return Timing(tuple(samples_s), first_call_s, calls, target_met, tuple(warnings), total_wall_s,
