@@ -37,6 +37,7 @@ JITTER = 0.4                     # brightness, contrast, saturation factors in [
 REFERENCE_TOLERANCE = 1e-4       # float32 vs float64 of the same ops: grid coordinates ~1e-5 px apart
 MIRROR_TOLERANCE = 1e-4          # float32 grid coordinates land ~1e-5 px off the centres: ~5e-6 here
 LUMA = (0.299, 0.587, 0.114)     # ITU-R 601 weights for grayscale
+MIN_BATCHES = 10                 # a median of batches, even where one batch outlasts the budget
 
 
 def draw_parameters(torch, generator, batch: int) -> dict:
@@ -138,7 +139,7 @@ class _AugmentRun:
     def prepared(self) -> Prepared:
         to_device = self.to_device if self.where == "device" else None
         return self.rotation.prepared(self.backend, op=self.augment_batch, to_device=to_device, metrics=self.metrics,
-                                      record_samples=self.record)
+                                      record_samples=self.record, min_samples=MIN_BATCHES)
 
     def to_device(self):
         """The copy of the next batch's uint8 pixels, as a loader would hand them over."""
