@@ -8,10 +8,10 @@ torch = pytest.importorskip("torch")
 
 from accelbench.backends.torch_backend import TorchBackend  # noqa: E402
 from accelbench.errors import Unsupported  # noqa: E402
-from accelbench.workloads.dl import vgg, vgg_infer  # noqa: E402
 from accelbench.results import Spec  # noqa: E402
 from accelbench.runner.execute import TrustContext, measure_item  # noqa: E402
 from accelbench.runner.plan import PlanItem  # noqa: E402
+from accelbench.workloads.dl import vgg, vgg_infer  # noqa: E402
 from accelbench.workloads.dl.vgg_infer import VGGInfer  # noqa: E402
 
 SMALL = {"batch": 2, "dtype": "bfloat16", "layout": "channels_last", "image_px": 32, "depth": 19}

@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from accelbench.workloads.base import Prepared, Workload
 from accelbench.timing import stats
+from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.dl import data, models, step_check, training
 
 HELD_OUT_WINDOWS = 2000   # evaluated before and after the run: enough for a stable mean loss

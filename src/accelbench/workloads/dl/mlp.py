@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from accelbench.workloads.base import Prepared, Workload
 from accelbench.timing import stats
+from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.dl import data, models, step_check, training
 
 TARGET_ACCURACY = 0.95
