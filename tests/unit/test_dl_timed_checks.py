@@ -114,12 +114,15 @@ class _Cached(torch.nn.Module):
         return self.cache[key].clone() if self.copy else self.cache[key]
 
 
-@pytest.mark.parametrize("copy, reason", [(False, "check failed"), (True, "a call on new inputs took")])
-def test_vgg_returning_cached_logits_for_repeated_inputs_is_invalid(monkeypatch, copy, reason):
+# the same tensor: poisoned, it shows NaN. A copy: the never-seen inputs are a cache miss, far slower
+# than the timed calls, or (new images in a freed tensor's memory) a hit with another batch's logits
+@pytest.mark.parametrize("copy, reasons", [(False, ("check failed",)),
+                                           (True, ("a call on new inputs took", "check failed"))])
+def test_vgg_returning_cached_logits_for_repeated_inputs_is_invalid(monkeypatch, copy, reasons):
     build = vgg_infer.build_model
     monkeypatch.setattr(vgg_infer, "build_model", lambda *a, **k: _Cached(build(*a, **k), copy))
     m = _measure("vgg-infer", VGG)
-    assert m.status == "invalid" and reason in _reasons(m), _reasons(m)
+    assert m.status == "invalid" and any(reason in _reasons(m) for reason in reasons), _reasons(m)
 
 
 def test_augment_returning_a_stale_output_is_invalid(monkeypatch):
