@@ -16,7 +16,7 @@ from fakes import FakeBackend, FakeClock  # noqa: E402
 from accelbench.errors import UsageError  # noqa: E402
 from accelbench.timing import harness, stats  # noqa: E402
 from accelbench.timing.clock import PerfCounterClock, perf_counter_info  # noqa: E402
-from accelbench.timing.harness import measure, measure_phases  # noqa: E402
+from accelbench.timing.harness import measure  # noqa: E402
 from accelbench.timing.rigor import RIGORS, Rigor, get_rigor  # noqa: E402
 
 KERNEL_S = 1.234e-3
@@ -207,33 +207,54 @@ def test_failing_state_reader_becomes_a_warning():
 
 # -- phases ------------------------------------------------------------------------------------
 
-def test_phases_are_timed_separately_and_end_to_end():
+def test_phases_are_timed_separately_and_end_to_end_by_the_runner():
+    from accelbench.results import Check, Spec
+    from accelbench.runner.execute import _timed
+    from accelbench.runner.plan import PlanItem
+    from accelbench.workloads.base import Prepared
+    from accelbench.workloads.registry import get_workload
+
     backend = _fake(kernel_s=2e-3, sync_s=10e-6, transfer_s_per_byte=1e-9)
     host = np.ones((250, 250))  # 500 kB: 0.5 ms each way
     on_device = backend.from_host(host, "fake:0")
     out = backend.empty(host.shape, "float64", "fake:0")
-
-    def end_to_end():
-        backend.to_host(backend.elementwise(backend.from_host(host, "fake:0"), out))
-
-    timings = measure_phases({
-        "to_device": lambda: backend.from_host(host, "fake:0"),
-        "compute": lambda: backend.elementwise(on_device, out),
-        "to_host": lambda: backend.to_host(out),
-        "end_to_end": end_to_end,
-    }, backend.synchronize, clock=backend.clock)
-    medians_s = {name: t.summary.median_s for name, t in timings.items()}
-    assert list(medians_s) == ["to_device", "compute", "to_host", "end_to_end"]
+    passed = Check(True, 0.0, 1e-10, "fake", "fake:0")
+    prepared = Prepared(compute=lambda: backend.elementwise(on_device, out),
+                        to_device=lambda: backend.from_host(host, "fake:0"), to_host=lambda: backend.to_host(out),
+                        check_output=lambda _: passed)
+    item = PlanItem(Spec.make("elementwise", "fake", "fake:0", n=host.size, dtype="float64"), None)
+    measurement, _ = _timed(item, backend, get_workload("elementwise"), prepared, get_rigor("standard"), backend.clock)
+    medians_s = {name: stats.median(samples) for name, samples in measurement.phases_s.items()}
+    assert list(medians_s) == ["compute", "to_device", "to_host", "end_to_end"]
     assert medians_s["to_device"] == pytest.approx(0.5e-3, rel=0.005)
     assert medians_s["compute"] == pytest.approx(2e-3, rel=0.005)
     assert medians_s["to_host"] == pytest.approx(0.5e-3, rel=0.005)
     assert medians_s["end_to_end"] == pytest.approx(3e-3, rel=0.005)
 
 
-def test_unknown_phase_is_refused():
-    backend = _fake()
-    with pytest.raises(ValueError, match="to_gpu"):
-        measure_phases({"to_gpu": backend.kernel}, backend.synchronize, clock=backend.clock)
+# -- one call per sample (a training step, an inference batch) ------------------------------------
+
+def test_calls_per_block_fixes_the_block_size_so_each_sample_is_one_call():
+    backend = _fake(kernel_s=1e-4)  # short: unfixed, blocks would grow to ~20 calls
+    grown = _measure(backend, rigor="quick")
+    fixed = _measure(_fake(kernel_s=1e-4), rigor="quick", calls_per_block=1)
+    assert grown.calls_per_sample > 1 and fixed.calls_per_sample == 1
+    assert fixed.summary.median_s == pytest.approx(1e-4 + SYNC_S, rel=0.01)  # the sync is in every sample
+
+
+def test_min_samples_are_taken_even_when_the_budget_runs_out():
+    slow = 0.5  # s per call: quick's 0.75 s budget stops after 3 samples
+    timing = _measure(_fake(kernel_s=slow, jitter=0.3), rigor="quick", calls_per_block=1)
+    assert len(timing.samples_s) < 10 and timing.stop_reason == "budget"
+    kept = _measure(_fake(kernel_s=slow, jitter=0.3), rigor="quick", calls_per_block=1, min_samples=10)
+    assert len(kept.samples_s) >= 10 and kept.stop_reason in ("budget", "target")
+
+
+def test_the_rigor_sets_the_samples_of_a_per_call_measurement():
+    counts = {name: len(_measure(_fake(kernel_s=0.02, jitter=0.2, seed=3), rigor=name, calls_per_block=1).samples_s)
+              for name in ("quick", "rigorous")}
+    assert counts["quick"] >= RIGORS["quick"].min_samples and counts["rigorous"] >= RIGORS["rigorous"].min_samples
+    assert counts["rigorous"] > counts["quick"]
 
 
 # -- rigor, clock, fakes -------------------------------------------------------------------------

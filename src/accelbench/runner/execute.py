@@ -156,7 +156,8 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
         backend.wait_for(capture.last)  # arrays the backend's own sync does not know (a user's jax function)
 
     with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
-        compute = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state)
+        compute = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state,
+                          calls_per_block=prepared.calls_per_block, min_samples=prepared.min_samples)
     telemetry = window.summary_for(watched) if sampler else {}
     timings: dict[str, Timing] = {"compute": compute}
     windows = {"compute": busy.result}  # what other processes did during each phase's timing
@@ -173,6 +174,8 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
         if phase != "compute":
             warnings += [f"{phase}: {w}" for w in timing.warnings if "target" not in w]
     findings = audited.findings + [Finding(NOISY, w) for w in compute.warnings if _disturbs(w)]
+    if prepared.record_samples:
+        prepared.record_samples({k: t.samples_s for k, t in timings.items()})
     extra = prepared.metrics() if prepared.metrics else {}
     if audited.fresh_call_s is not None:
         extra = {**extra, "fresh_input_call_s": audited.fresh_call_s}

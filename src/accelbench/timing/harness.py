@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
-from accelbench.results import PHASES
 from accelbench.timing import bursts, stats
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock, clock_resolution_s
@@ -123,18 +122,20 @@ def _settled(per_call_s: list[float]) -> bool:
     return len(per_call_s) > FALLING_RUN and not _still_falling(per_call_s)
 
 
-def _warm_up(run: _Run, target_s: float, overhead_s: float) -> tuple[int, int, list[str]]:
+def _warm_up(run: _Run, target_s: float, overhead_s: float, fixed_calls: int | None = None
+             ) -> tuple[int, int, list[str]]:
     """Grow the block to the target length and run blocks until times stop trending down.
 
     Returns (calls per block, warm-up blocks run, warnings). Per-call estimates subtract the
     overhead so that growing the block does not itself look like a downward trend; only blocks
-    at least half the target long are trusted for the trend.
+    at least half the target long are trusted for the trend. `fixed_calls`: the block size is
+    given (one training step or inference batch per sample) and never grown.
     """
-    rigor, calls, blocks, per_call_s = run.rigor, 1, 0, []
+    rigor, calls, blocks, per_call_s = run.rigor, fixed_calls or 1, 0, []
     for _ in range(rigor.max_warmup_samples + _CALIBRATION_STEPS):
         block_s = run.block_s(calls)
         blocks += 1
-        long_enough = block_s >= target_s / 2 or calls >= MAX_CALLS_PER_BLOCK
+        long_enough = fixed_calls is not None or block_s >= target_s / 2 or calls >= MAX_CALLS_PER_BLOCK
         if long_enough:
             per_call_s.append(max(block_s - overhead_s, 0.0) / calls)
             if (_settled(per_call_s) or len(per_call_s) >= rigor.max_warmup_samples
@@ -146,14 +147,18 @@ def _warm_up(run: _Run, target_s: float, overhead_s: float) -> tuple[int, int, l
     if _still_falling(per_call_s):
         warnings.append(f"still getting faster after {blocks} warm-up blocks: warm-up may be incomplete")
     recent_s = stats.median(per_call_s[-3:]) if per_call_s else 0.0
+    if fixed_calls is not None:
+        return fixed_calls, blocks, warnings
     if recent_s > 0:  # the final block size, from warmed-up per-call times
         calls = min(MAX_CALLS_PER_BLOCK, max(1, math.ceil(BLOCK_HEADROOM * target_s / recent_s)))
     return calls, blocks, warnings
 
 
-def _sample(run: _Run, calls: int) -> tuple[list[float], str]:
-    """Blocks until the CI target is met, the budget is spent, or max_samples is reached."""
+def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> tuple[list[float], str]:
+    """Blocks until the CI target is met, the budget is spent (after `min_samples` at least), or
+    max_samples is reached."""
     rigor, samples_s, ordered_s, next_batch_check = run.rigor, [], [], 0
+    min_samples = max(MIN_SAMPLES_ON_BUDGET, min(min_samples, rigor.max_samples))
     for _ in range(rigor.max_samples):
         sample_s = run.block_s(calls) / calls
         samples_s.append(sample_s)
@@ -166,18 +171,21 @@ def _sample(run: _Run, calls: int) -> tuple[list[float], str]:
             if stats.batch_ci_halfwidth(samples_s) <= rigor.target_rel_ci * ordered_s[count // 2]:
                 return samples_s, "target"
             next_batch_check = count + max(1, count // 10)
-        if count >= MIN_SAMPLES_ON_BUDGET and run.elapsed_s() >= rigor.budget_s:
+        if count >= min_samples and run.elapsed_s() >= rigor.budget_s:
             return samples_s, "budget"
     return samples_s, "max_samples"
 
 
 def measure(call: Callable[[], object], synchronize: Callable[[], object], *, clock: Clock | None = None,
-            rigor: Rigor | str = DEFAULT_RIGOR, state: StateReader | None = None) -> Timing:
+            rigor: Rigor | str = DEFAULT_RIGOR, state: StateReader | None = None,
+            calls_per_block: int | None = None, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> Timing:
     """Time `call` (seconds per call) under `rigor`; see the module docstring for the method.
 
     `synchronize` blocks until the device is idle (a no-op for synchronous backends). `state`,
     if given, returns readings such as {"cpu_mhz": 3400.0}; they are read before and after, and
-    a change over 5% becomes a warning.
+    a change over 5% becomes a warning. `calls_per_block` fixes the block size (1: each sample is
+    one training step or inference batch, so its percentiles are real per-call latencies);
+    `min_samples` are taken even when the budget runs out first (a workload's own minimum).
     """
     clock = clock if clock is not None else PerfCounterClock()
     rigor = get_rigor(rigor)
@@ -189,8 +197,8 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     run.budget_start_s = clock.now()
     overhead_s = run.overhead_s()
     target_s = _target_block_s(overhead_s, clock_resolution_s(clock), rigor)
-    calls, warmup_blocks, warmup_warnings = _warm_up(run, target_s, overhead_s)
-    samples_s, stop_reason = _sample(run, calls)
+    calls, warmup_blocks, warmup_warnings = _warm_up(run, target_s, overhead_s, calls_per_block)
+    samples_s, stop_reason = _sample(run, calls, min_samples)
     total_wall_s = clock.now() - start_s
     summary = stats.summarize(samples_s)
     target_met = stop_reason == "target"
@@ -201,21 +209,6 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     warnings += state_warnings(before, after)
     return Timing(tuple(samples_s), first_call_s, calls, target_met, tuple(warnings), total_wall_s,
                   overhead_s, warmup_blocks, stop_reason)
-
-
-def measure_phases(phases: Mapping[str, Callable[[], object]], synchronize: Callable[[], object], *,
-                   clock: Clock | None = None, rigor: Rigor | str = DEFAULT_RIGOR,
-                   state: StateReader | None = None) -> dict[str, Timing]:
-    """Time each phase (to_device, compute, to_host, end_to_end) on its own, in the order given.
-
-    Each phase is a callable doing just that step; end_to_end does all of them, so transfers are
-    seen both apart and in the total a user would wait for.
-    """
-    unknown = [name for name in phases if name not in PHASES]
-    if unknown:
-        raise ValueError(f"unknown phase(s) {', '.join(unknown)}: phases are {', '.join(PHASES)}")
-    return {name: measure(call, synchronize, clock=clock, rigor=rigor, state=state)
-            for name, call in phases.items()}
 
 
 # -- warnings ----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ class Prepared:
     The check covers the work that was timed (runner/audit.py): `check_output` judges what a timed
     call returned (and what the earlier calls on the other input sets left), after `poison` has
     filled the output buffers with NaN; `refresh` gives the next call input values never seen, so
-    a backend that caches by input cannot pass. Workloads without these (deep learning, statistics)
+    a backend that caches by input cannot pass. Workloads without these (some statistics, ddp)
     give `verify`, which runs and checks a call of its own.
     """
 
@@ -33,9 +33,15 @@ class Prepared:
     #: workload-specific figures after timing and verification (time to accuracy, latency
     #: percentiles, peak memory...), stored in Measurement.extra; names carry units
     metrics: Callable[[], dict] | None = None
-    #: for workloads that must time themselves (several processes, one synchronised batch per
-    #: sample): called as self_timed(rigor=Rigor), returns SelfTimed; the harness is skipped
+    #: for workloads that must time themselves (several processes: ddp): called as
+    #: self_timed(rigor=Rigor), returns SelfTimed; the harness is skipped
     self_timed: Callable[..., "SelfTimed"] | None = None
+    #: a fixed block size for the harness (1: each sample is one training step or inference
+    #: batch), and samples taken even past the rigor's budget (a workload's own minimum)
+    calls_per_block: int | None = None
+    min_samples: int = 0
+    #: given the samples per phase (seconds per call) once timing ends, before metrics()
+    record_samples: Callable[[dict], None] | None = None
     check_output: Callable[[Any], Check] | None = None
     poison: Callable[[], None] | None = None
     refresh: Callable[[], None] | None = None
@@ -55,6 +61,8 @@ class Prepared:
             self.compute()
             synchronize()
             return self.verify() if self.verify else Check(False, float("inf"), 0.0, "no check")
+        if self.poison:
+            self.poison()  # as the audit does: a training step's check replays what follows this
         output = None
         for _ in range(max(1, self.variants)):
             output = self.compute()

@@ -7,23 +7,26 @@ float32 batch on the device, ready for a model, so the copy is counted either wa
     where=device   copy the uint8 batch (1 byte/value) to the device, augment there
     where=host     augment on the CPU, copy the float32 result (4 bytes/value) to the device
 
-Each sample is one batch, with phases timed inside the same call (a sync before every clock read):
-`to_device` (the copy), `compute` (the augmentation, wherever it ran) and `end_to_end` (both).
+The harness times one batch per call. On the device path `to_device` (the copy) and `compute`
+(the augmentation of the batch already there) are timed apart and `end_to_end` is both; on the
+host path `compute` is the whole path (augment on the CPU, then copy), so its output lives on the
+device. Calls alternate between two batches (workloads/rotation.py) and draw new random parameters
+each time; the check compares what timed calls returned with a float64 CPU run of the same
+transform on the same pixels and parameters, and a pure flip with the mirrored input.
 Written in plain torch ops: flip, crop (scale and shift) and rotation are one affine resampling
 (`affine_grid` + `grid_sample`, bilinear), then brightness, contrast and saturation.
 """
 from __future__ import annotations
 
 import math
-import time
-from typing import Callable
 
 import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
-from accelbench.workloads.base import Prepared, SelfTimed, Workload
+from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import make_check, relative_norm_error
 
 WHERE = ("device", "host")
@@ -31,10 +34,10 @@ IMAGE_PX = 224
 MAX_ROTATION_RAD = math.radians(15.0)
 MIN_CROP_FRACTION = 0.6          # a crop keeps 60-100% of the side, then is resized to IMAGE_PX
 JITTER = 0.4                     # brightness, contrast, saturation factors in [0.6, 1.4]
-PATH_TOLERANCE = 1e-5            # both paths run the same float32 ops on the same parameters
+REFERENCE_TOLERANCE = 1e-4       # float32 vs float64 of the same ops: grid coordinates ~1e-5 px apart
 MIRROR_TOLERANCE = 1e-4          # float32 grid coordinates land ~1e-5 px off the centres: ~5e-6 here
 LUMA = (0.299, 0.587, 0.114)     # ITU-R 601 weights for grayscale
-MIN_SAMPLES, BUDGET_S, MAX_SAMPLES = 10, 1.5, 1000
+MIN_BATCHES = 10                 # a median of batches, even where one batch outlasts the budget
 
 
 def draw_parameters(torch, generator, batch: int) -> dict:
@@ -62,11 +65,12 @@ def identity_parameters(torch, batch: int, flip: float = -1.0) -> dict:
             "brightness": ones, "contrast": ones, "saturation": ones}
 
 
-def augment(torch, pixels, parameters: dict):
-    """uint8 (B, 3, H, W) → float32 in [0, 1], augmented; runs wherever `pixels` lives."""
+def augment(torch, pixels, parameters: dict, dtype=None):
+    """uint8 (B, 3, H, W) → float32 (or `dtype`) in [0, 1], augmented; runs wherever `pixels` lives."""
     functional = torch.nn.functional
-    p = {name: value.to(pixels.device) for name, value in parameters.items()}
-    images = pixels.float() / 255.0
+    dtype = dtype or torch.float32
+    p = {name: value.to(pixels.device, dtype) for name, value in parameters.items()}
+    images = pixels.to(dtype) / 255.0
     cos, sin = torch.cos(p["angle"]) * p["scale"], torch.sin(p["angle"]) * p["scale"]
     # output (u, v) samples input R·S·diag(flip, 1)·(u, v) + shift, in [-1, 1] coordinates
     theta = torch.stack([torch.stack([p["flip"] * cos, -sin, p["shift_x"]], dim=1),
@@ -83,36 +87,6 @@ def augment(torch, pixels, parameters: dict):
 def _gray(images):
     red, green, blue = images[:, 0:1], images[:, 1:2], images[:, 2:3]
     return LUMA[0] * red + LUMA[1] * green + LUMA[2] * blue
-
-
-def time_steps(steps: list[tuple[str, Callable]], synchronize: Callable[[], object], *,
-               min_samples: int = MIN_SAMPLES, budget_s: float = BUDGET_S, max_samples: int = MAX_SAMPLES,
-               clock: Callable[[], float] = time.perf_counter) -> tuple[float, dict[str, list[float]]]:
-    """(first call, samples per phase): each sample is one call of the chained steps.
-
-    Each step takes the previous one's output; a sync precedes every clock read, so the phases of
-    one call add up to its end_to_end time.
-    """
-    def one_call() -> dict[str, float]:
-        synchronize()
-        start_s = mark_s = clock()
-        value, times = None, {}
-        for phase, step in steps:
-            value = step(value)
-            synchronize()
-            now_s = clock()
-            times[phase], mark_s = now_s - mark_s, now_s
-        times["end_to_end"] = mark_s - start_s
-        return times
-
-    first_s = one_call()["end_to_end"]
-    samples: dict[str, list[float]] = {}
-    spent_s, count = 0.0, 0
-    while count < max_samples and (count < min_samples or spent_s < budget_s):
-        for phase, value in one_call().items():
-            samples.setdefault(phase, []).append(value)
-        spent_s, count = spent_s + samples["end_to_end"][-1], count + 1
-    return first_s, samples
 
 
 class Augment(Workload):
@@ -149,84 +123,84 @@ class _AugmentRun:
         self.backend, self.device, self.params, self.seed = backend, device, params, seed
         self.torch = torch = backend.namespace(device)
         self.batch, self.where = params["batch"], params["where"]
-        shape = (self.batch, 3, params["image_px"], params["image_px"])
-        self.host_pixels = np.random.default_rng(seed).integers(0, 256, size=shape, dtype=np.uint8)
+        self.shape = (self.batch, 3, params["image_px"], params["image_px"])
         self.generator = torch.Generator().manual_seed(seed)  # new augmentations every batch
-        self.samples: dict[str, list[float]] = {}
+        self.rotation = Rotation(self.variant, self.judge)
+        self.samples: dict[str, tuple[float, ...]] = {}
         self.verified: dict = {}
 
+    def variant(self, index: int) -> Variant:
+        """Batch `index`: uint8 pixels in host memory (and on the device for the device path)."""
+        pixels = np.random.default_rng(self.seed + index * SEED_STRIDE).integers(0, 256, size=self.shape,
+                                                                                 dtype=np.uint8)
+        staged = [self.backend.from_host(pixels, self.device)] if self.where == "device" else []
+        return Variant(inputs=staged, reference=np.empty(0), hosts=[pixels])
+
     def prepared(self) -> Prepared:
-        return Prepared(compute=self.compute, verify=self.verify, self_timed=self.self_timed,
-                        metrics=self.metrics, release=self.release)
+        to_device = self.to_device if self.where == "device" else None
+        return self.rotation.prepared(self.backend, op=self.augment_batch, to_device=to_device, metrics=self.metrics,
+                                      record_samples=self.record, min_samples=MIN_BATCHES)
 
-    def steps(self, parameters: dict | None = None, where: str | None = None) -> list[tuple[str, Callable]]:
-        """A path as chained (phase, step) pairs, each step taking the previous one's output.
+    def to_device(self):
+        """The copy of the next batch's uint8 pixels, as a loader would hand them over."""
+        upcoming = self.rotation.upcoming
+        upcoming.inputs = [self.backend.from_host(upcoming.hosts[0], self.device)]
+        return upcoming.inputs[0]
 
-        `parameters` None: fresh random ones each call, as a training loop draws them.
-        """
-        torch, backend, device = self.torch, self.backend, self.device
-
-        def chosen():
-            return parameters if parameters is not None else draw_parameters(torch, self.generator, self.batch)
-        if (where or self.where) == "device":
-            return [("to_device", lambda _: (backend.from_host(self.host_pixels, device), chosen())),
-                    ("compute", lambda staged: augment(torch, *staged))]
-        return [("compute", lambda _: augment(torch, torch.from_numpy(self.host_pixels), chosen())),
-                ("to_device", lambda images: backend.from_host(images.numpy(), device))]
-
-    def run(self, parameters: dict | None = None, where: str | None = None):
-        value = None
-        for _, step in self.steps(parameters, where):
-            value = step(value)
-        return value
-
-    def release(self) -> None:
-        self.samples, self.host_pixels = {}, None
+    def augment_batch(self, variant: Variant):
+        """The timed call: new random parameters, the batch augmented (and, on the host path, copied)."""
+        torch = self.torch
+        variant.parameters = draw_parameters(torch, self.generator, self.batch)
+        if self.where == "device":
+            return augment(torch, variant.inputs[0], variant.parameters)
+        images = augment(torch, torch.from_numpy(variant.hosts[0]), variant.parameters)
+        return self.backend.from_host(images.numpy(), self.device)
 
     def compute(self):
-        return self.run()
+        return self.rotation.call(self.augment_batch)
 
-    def self_timed(self, rigor=None) -> SelfTimed:
-        budget_s = BUDGET_S if rigor is None else rigor.budget_s
-        first_s, self.samples = time_steps(self.steps(), lambda: self.backend.synchronize(self.device),
-                                           budget_s=budget_s)
-        summary = stats.summarize(self.samples["end_to_end"])
-        warnings = [f"unstable: IQR is {summary.rel_iqr:.0%} of median"] if summary.rel_iqr > 0.10 else []
-        return SelfTimed(phases_s={k: tuple(v) for k, v in self.samples.items()}, first_call_s=first_s,
-                         warnings=tuple(warnings), target_met=summary.rel_ci_halfwidth <= 0.05)
-
-    def verify(self) -> Check:
+    def judge(self, out, variant: Variant) -> Check:
+        """The output against the same transform in float64 on the CPU, on the same pixels and parameters."""
         torch = self.torch
-        shared = draw_parameters(torch, torch.Generator().manual_seed(self.seed + 1), self.batch)
-        out = self.run(shared)
-        other = self.run(shared, where="host" if self.where == "device" else "device")
-        self.backend.synchronize(self.device)
         result = self.backend.to_host(out)
-        path_error = relative_norm_error(result, self.backend.to_host(other))
-        mirrored = self.backend.to_host(self.run(identity_parameters(torch, self.batch)))
-        mirror_error = relative_norm_error(mirrored, self.host_pixels[..., ::-1] / 255.0)
-        problems = _shape_problems(result, out, self.host_pixels.shape, torch)
+        reference = augment(torch, torch.from_numpy(variant.hosts[0]), variant.parameters, torch.float64).numpy()
+        error = relative_norm_error(result, reference)
+        problems = _shape_problems(result, out, self.shape, torch)
+        mirror_error = self.mirror_error(variant.hosts[0])
         if not mirror_error <= MIRROR_TOLERANCE:
             problems.append(f"a pure flip is off the mirrored input by {mirror_error:.2e} (> {MIRROR_TOLERANCE:g})")
-        self.verified = {"path_rel_error": path_error, "mirror_rel_error": mirror_error}
-        check = make_check(path_error, PATH_TOLERANCE, self.backend.location(out), self.device,
-                           f"{self.where} path vs the other path on the same seeded parameters")
+        self.verified = {"reference_rel_error": error, "mirror_rel_error": mirror_error}
+        check = make_check(error, REFERENCE_TOLERANCE, self.backend.location(out), self.device,
+                           f"{self.where} path vs a float64 CPU run on the same pixels and parameters")
         if problems:
             detail = "; ".join(problems + ([] if check.passed else [check.detail]))
             return Check(False, check.max_rel_error, check.tolerance, detail, check.device_seen)
         return check
+
+    def mirror_error(self, pixels: np.ndarray) -> float:
+        """A pure horizontal flip, on the path measured, against the mirrored input (not timed)."""
+        torch = self.torch
+        staged = self.backend.from_host(pixels, self.device) if self.where == "device" else torch.from_numpy(pixels)
+        mirrored = self.backend.to_host(augment(torch, staged, identity_parameters(torch, self.batch)))
+        return relative_norm_error(mirrored, pixels[..., ::-1] / 255.0)
+
+    def record(self, samples_s: dict) -> None:
+        self.samples = samples_s
 
     def metrics(self) -> dict:
         found = dict(self.verified)
         values = self.batch * 3 * self.params["image_px"] ** 2
         found.update({"where": self.where, "copied_dtype": "uint8" if self.where == "device" else "float32",
                       "copied_bytes_per_batch": values * (1 if self.where == "device" else 4)})
-        for phase, name in (("end_to_end", "images_per_s"), ("compute", "images_per_s_without_copy")):
-            if self.samples.get(phase):
-                median_s = stats.median(self.samples[phase])
-                found[name] = self.batch / median_s if median_s > 0 else None
-        if self.samples.get("end_to_end"):
-            found["batch_p50_s"] = stats.median(self.samples["end_to_end"])
+        # the whole path (uint8 in host memory to float32 on the device) is end_to_end on the device
+        # path and compute on the host path, where the copy is part of the call
+        whole = self.samples.get("end_to_end" if self.where == "device" else "compute")
+        if whole:
+            found["batch_p50_s"] = stats.median(whole)
+            found["images_per_s"] = self.batch / found["batch_p50_s"] if found["batch_p50_s"] > 0 else None
+        if self.where == "device" and self.samples.get("compute") and whole:
+            compute_s = stats.median(self.samples["compute"])
+            found["images_per_s_without_copy"] = self.batch / compute_s if compute_s > 0 else None
             found["copy_share_of_batch"] = stats.median(self.samples["to_device"]) / found["batch_p50_s"]
         return found
 

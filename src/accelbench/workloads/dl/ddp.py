@@ -11,6 +11,10 @@ A run with k > 1 then trains rank 0 alone (same threads per worker) while the ot
 same launch, so `scaling_efficiency` = throughput(k) / (k × throughput(1)) compares like with
 like: what gradient all-reduce and contention cost. A step's sample is the slowest worker's time.
 
+Timed by the workers themselves, not by the harness: each step runs in k processes at once, and
+only they can put a synchronised clock read around it. They follow the harness's rule with the
+run's rigor (its target, budget, minimum and maximum samples; ddp_worker._enough).
+
 Verification: after training, every replica's parameters must be identical (the all-reduce really
 happened) and the mean loss must have fallen.
 """
@@ -32,14 +36,15 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
+from accelbench.timing.rigor import DEFAULT_RIGOR, get_rigor
 from accelbench.vocabulary import usable_cpus
 from accelbench.workloads.base import Prepared, SelfTimed, Workload
-from accelbench.workloads.dl.ddp_worker import MLP_WIDTHS
+from accelbench.workloads.dl.ddp_worker import MIN_STEPS_ON_BUDGET, MLP_WIDTHS  # noqa: F401
 from accelbench.workloads.verify import make_check
 
 WORKER_MODULE = "accelbench.workloads.dl.ddp_worker"
 BATCH_PER_WORKER = 128   # seed 000's batch
-WARMUP_STEPS, TIMED_STEPS = 5, 40
+WARMUP_STEPS = 5
 LAUNCH_TIMEOUT_S = 180.0  # the whole launch, torch import and training included
 COLLECTIVE_TIMEOUT_S = 60
 PORT_ATTEMPTS = 3
@@ -227,7 +232,7 @@ def _config(backend, device: str, params: dict, seed: int) -> dict:
     else:
         raise Unsupported(f"torch.distributed has no process group for {device} here (gloo: cpu, NCCL: cuda/rocm)")
     return {"workers": workers, "batch": params["batch"], "seed": seed, "warmup_steps": WARMUP_STEPS,
-            "timed_steps": TIMED_STEPS, "sync_gradients": bool(params.get("sync_gradients", True)),
+            "sync_gradients": bool(params.get("sync_gradients", True)),
             "process_group": "gloo" if kind == "cpu" else "nccl", "device_kind": "cpu" if kind == "cpu" else "cuda",
             "threads": max(1, usable_cpus() // workers), "collective_timeout_s": COLLECTIVE_TIMEOUT_S,
             "baseline": True}
@@ -248,20 +253,27 @@ class _DDPRun:
         return launch(self.config)
 
     def self_timed(self, rigor=None) -> SelfTimed:
+        rigor = get_rigor(rigor or DEFAULT_RIGOR)
+        self.config.update(target_rel_ci=rigor.target_rel_ci, budget_s=rigor.budget_s,
+                           min_steps=rigor.min_samples, max_steps=rigor.max_samples)
         self.results = launch(self.config)
         if self.config["workers"] > 1:
             self.baseline = [self.results[0]["baseline"]]  # rank 0 alone, same threads per worker
         warnings = []
         summary = stats.summarize(slowest_steps(self.results))
+        target_met = summary.rel_ci_halfwidth <= rigor.target_rel_ci
+        if not target_met:
+            warnings.append(f"95% CI ±{summary.rel_ci_halfwidth:.1%} of median with {summary.n} steps, "
+                            f"target ±{rigor.target_rel_ci:.0%}: budget of {rigor.budget_s:g} s spent")
         if summary.rel_iqr > 0.10:
             warnings.append(f"unstable: IQR is {summary.rel_iqr:.0%} of median")
         return SelfTimed(phases_s={"compute": tuple(slowest_steps(self.results))},
                          first_call_s=max(r["first_step_s"] for r in self.results), warnings=tuple(warnings),
-                         target_met=summary.rel_ci_halfwidth <= 0.05)
+                         target_met=target_met)
 
     def verify(self) -> Check:
         if not self.results:
-            self.results = launch(self.config)
+            self.self_timed()
         seen = self.results[0]["device_seen"].replace("cuda", self.device.partition(":")[0])
         return check_training(self.results, self.device, seen)
 

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402 - the start time is taken before the imports it
 MLP_WIDTHS = (784, 256, 128, 10)
 MLP_DROPOUT = (0.4, 0.3)
 DATA_BATCHES = 16        # distinct batches per worker, cycled: enough to learn from, cheap to make
+MIN_STEPS_ON_BUDGET = 10  # the loss check compares the first 5 steps' mean loss with the last 5
 
 
 def build_mlp(torch, seed: int):
@@ -97,7 +98,11 @@ class _Trainer:
 def train(torch, config: dict, rank: int, group=None) -> dict:
     """Warm-up, then timed steps with a sync before every clock read; returns the measurements.
 
-    `group`: the process group to all-reduce in (None: all workers).
+    `group`: the process group to all-reduce in (None: all workers). Steps go on as the run's
+    rigor says (the harness's rule): until the 95% CI of the median slowest-worker step is within
+    the target (after min_steps), the budget is spent (after 3 steps), or max_steps. Every worker
+    gets every step's slowest time (a collective after the clock read, outside the timed step),
+    so all make the same decision at the same step.
     """
     trainer, warmup = _Trainer(torch, config, rank, group), config["warmup_steps"]
     first_step_s = trainer.timed_step(0)
@@ -105,7 +110,15 @@ def train(torch, config: dict, rank: int, group=None) -> dict:
         trainer.step(index)
     torch.distributed.barrier(group=group)  # every worker starts timing together
     wall_start_s = time.perf_counter()
-    step_s = [trainer.timed_step(index) for index in range(1 + warmup, 1 + warmup + config["timed_steps"])]
+    step_s: list[float] = []
+    slowest_s: list[float] = []
+    index = 1 + warmup
+    while not _enough(slowest_s, config):
+        step_s.append(trainer.timed_step(index))
+        slowest = torch.tensor([step_s[-1]], dtype=torch.float64, device=trainer.device)
+        torch.distributed.all_reduce(slowest, op=torch.distributed.ReduceOp.MAX, group=group)
+        slowest_s.append(float(slowest))
+        index += 1
     wall_s = time.perf_counter() - wall_start_s
     torch.distributed.barrier(group=group)
     device = trainer.device
@@ -113,6 +126,17 @@ def train(torch, config: dict, rank: int, group=None) -> dict:
             "losses": torch.stack(trainer.losses).float().cpu().tolist(), "parameters": trainer.parameters(),
             "device_seen": f"cuda:{device.index}" if device.type == "cuda" else "cpu",
             "threads": torch.get_num_threads()}
+
+
+def _enough(slowest_s: list[float], config: dict) -> bool:
+    from accelbench.timing import stats
+
+    count = len(slowest_s)
+    if count >= config["max_steps"]:
+        return True
+    if count >= config["min_steps"] and stats.rel_ci_halfwidth_presorted(sorted(slowest_s)) <= config["target_rel_ci"]:
+        return True
+    return count >= MIN_STEPS_ON_BUDGET and sum(slowest_s) >= config["budget_s"]
 
 
 def main(argv: list[str] | None = None) -> int:

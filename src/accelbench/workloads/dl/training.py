@@ -283,7 +283,7 @@ def seeded(seed: int) -> Any:
 
 @dataclass
 class Lazy:
-    """A value computed on first use and kept: verify() and metrics() share one training run."""
+    """A value computed on first use and kept: the check and metrics() share one training run."""
 
     make: Callable[[], Any]
     _value: list = field(default_factory=list)

@@ -3,9 +3,9 @@ Dense 256, Dense 10) trained on the shipped digits, against fine-tuning the whol
 
 The base is VGG16's convolutional stack from vgg.py with random weights (pretrained ones cannot be
 downloaded; the arithmetic is the same) at 32x32 or 64x64 so a CPU can run it. Timed: one
-training step of batch 8. The check: with mode=frozen the base must come out bit-identical and
-every head tensor must have changed; with mode=full every tensor must have changed; all on the
-device and finite.
+training step of batch 8. The check: the last timed steps match a float64 replay of the same steps
+(step_check.py); with mode=frozen the base must come out bit-identical and every head tensor must
+have changed; with mode=full every tensor must have changed; all on the device and finite.
 """
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import math
 from collections import OrderedDict
 from functools import lru_cache
 
-from accelbench.results import Check
 from accelbench.workloads.base import Prepared, Workload
-from accelbench.workloads.dl import data, models, training, vgg
+from accelbench.workloads.dl import data, models, step_check, training, vgg
 
 MODES = ("frozen", "full")
 HEAD_UNITS = 256           # seed 003: Dense(256, activation='relu')
@@ -107,16 +106,9 @@ class _Session:
                                   None, None, batch=params["batch"], generator=generator)
         # the weights before any step: what the check compares with, tensor by tensor
         self.before = {name: p.detach().clone() for name, p in self.model.named_parameters()}
-        self.first_loss = self.last_loss = None  # of the timed steps, left on the device
-        self.step_count = 0
-        self.steps = training.stepper(self.task)
-
-    def compute(self):
-        self.last_loss = self.steps()
-        if self.first_loss is None:
-            self.first_loss = self.last_loss
-        self.step_count += 1
-        return self.last_loss
+        # batches of 8 give a noisy loss: the replay and the weights' fate are this check, not learning
+        self.steps = step_check.TimedSteps(self.task, backend, device, must_learn=False)
+        self.steps.more_problems = self.weight_problems
 
     def changes(self) -> dict[str, list[str]]:
         """Parameter names by part ("base", "head") and fate ("same", "changed")."""
@@ -129,30 +121,18 @@ class _Session:
             found[f"{part}_{fate}"].append(name)
         return found
 
-    def verify(self) -> Check:
+    def weight_problems(self) -> list[str]:
         import torch
 
-        if self.step_count == 0:
-            self.compute()  # the check needs at least one step to compare with
-        with torch.no_grad():
-            output = self.model(self.task.x_train[:2])
-        changes = self.changes()
-        problems = training.placement_problems(self.backend, self.device, self.model, output)
-        problems += self._weight_problems(changes)
+        problems = self._weight_problems(self.changes())
         if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
             problems.append("weights are no longer finite: training diverged")
-        wrong = len(changes["head_same"]) + len(changes["base_changed" if self.params["mode"] == "frozen" else "base_same"])
-        detail = "; ".join(problems) or (
-            "frozen base bit-identical, every head tensor changed" if self.params["mode"] == "frozen"
-            else "every base and head tensor changed")
-        # the "error" is the share of weight tensors that ended in the wrong state; none may
-        return Check(passed=not problems, max_rel_error=wrong / len(self.before), tolerance=0.0, detail=detail,
-                     device_seen=self.backend.location(output))
+        return problems
 
     def _weight_problems(self, changes: dict[str, list[str]]) -> list[str]:
         problems = []
         if changes["head_same"]:
-            problems.append(f"head tensors unchanged after {self.step_count} steps: {', '.join(changes['head_same'])}")
+            problems.append(f"head tensors unchanged after {self.steps.steps_taken} steps: {', '.join(changes['head_same'])}")
         if self.params["mode"] == "frozen" and changes["base_changed"]:
             problems.append(f"the frozen base changed: {len(changes['base_changed'])} tensors "
                             f"(first {changes['base_changed'][0]})")
@@ -163,12 +143,12 @@ class _Session:
 
     def metrics(self) -> dict:
         changes = self.changes()
-        first, last = (math.nan if loss is None else float(loss) for loss in (self.first_loss, self.last_loss))
+        first = math.nan if self.steps.first_loss is None else self.steps.first_loss
         return {
             "trainable_parameters": models.parameter_count(self.model, trainable=True),
             "frozen_parameters": models.parameter_count(self.model, trainable=False),
             "base_tensors_changed": len(changes["base_changed"]), "head_tensors_changed": len(changes["head_changed"]),
-            "steps_taken": self.step_count, "first_step_loss": first, "last_step_loss": last,
+            "steps_taken": self.steps.steps_taken, "first_step_loss": first,
             "image_px": self.params["image_px"], "base_weights": "random (He); pretrained ones cannot be downloaded",
             **training.memory_metrics(self.torch_device),
         }
@@ -176,7 +156,8 @@ class _Session:
     def release(self) -> None:
         self.model = self.task = self.steps = None
         self.before.clear()
-        self.first_loss = self.last_loss = None
 
     def prepared(self) -> Prepared:
-        return Prepared(compute=self.compute, verify=self.verify, metrics=self.metrics, release=self.release)
+        return Prepared(compute=self.steps.compute, check_output=self.steps.check_output, poison=self.steps.poison,
+                        variants=2, metrics=self.metrics, release=self.release)
+

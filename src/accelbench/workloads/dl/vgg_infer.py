@@ -1,31 +1,30 @@
 """VGG19 inference as seed 004 runs it: 8 CIFAR-10-sized images upsampled 7× to 224×224, batch 8.
 
 Seed 004 times one batch apart (PlaidML compiles its kernels then) and then 10 batches. Here the
-first batch is `first_call_s` (allocation, oneDNN/cuDNN algorithm choice, lazy init), and every
-later sample is exactly one batch, synchronised before each clock read, so p50/p90/p99 latency
-are percentiles of real per-batch times (the harness would group fast calls into blocks). At
-least the seed's 10 batches are timed, more while a short budget lasts, for a steadier tail.
+harness times it with one batch per sample (calls_per_block=1): the first batch is `first_call_s`
+(allocation, oneDNN/cuDNN algorithm choice, lazy init), and every later sample is exactly one
+batch, synchronised before each clock read, so p50/p90/p99 latency are percentiles of real
+per-batch times. At least the seed's 10 batches are timed, more as the rigor asks.
 
 Weights are random (nothing can be downloaded), drawn once per process from the run's seed, and
 the last bias is calibrated so the logits of different images differ as a trained classifier's
 do: without that, a random VGG gives every image the same top class and the argmax agreement
-between precisions would mean nothing. Verification compares the logits with a float32 run of
+between precisions would mean nothing. The timed batches alternate between two sets of images
+(workloads/rotation.py); the logits the timed calls returned are compared with a float32 run of
 the same weights on the CPU (contiguous layout) on the same images.
 """
 from __future__ import annotations
 
-import math
-import time
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
-from accelbench.workloads.base import Prepared, SelfTimed, Workload
+from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.dl import vgg as vgg_model
+from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import make_check, relative_norm_error
 
 LAYOUTS = ("contiguous", "channels_last")
@@ -35,8 +34,7 @@ QUICK_IMAGE_PX = 64            # the quick grid's reduced size, labelled in ever
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64)  # ~10 min on a 2-core CPU in all precisions; seconds on a GPU
 NUM_CLASSES = 1000             # Keras' VGG19 top: ImageNet classes
 MIN_TIMED_BATCHES = 10         # seed 004 times 10 batches
-TIMED_BUDGET_S = 2.0           # then more batches while this lasts (fast devices get a real p99)
-MAX_TIMED_BATCHES = 500
+TAIL_BATCHES = 100             # a p99 from fewer batches is close to the slowest one
 VERIFY_IMAGES = 8              # logits of at most this many images are compared with the reference
 CALIBRATION_IMAGES = 4
 # relative norm error of the logits vs float32: measured ~5e-2 for bf16 weights and activations,
@@ -52,45 +50,6 @@ SEED_REFERENCE = {
     "intel_uhd_630_plaidml_s_per_batch": 4.198,
     "radeon_pro_5300m_plaidml_s_per_batch": 0.424,
 }
-
-
-def time_batches(call: Callable[[], object], synchronize: Callable[[], object], *,
-                 min_batches: int = MIN_TIMED_BATCHES, budget_s: float = TIMED_BUDGET_S,
-                 max_batches: int = MAX_TIMED_BATCHES,
-                 clock: Callable[[], float] = time.perf_counter) -> tuple[float, list[float]]:
-    """(first call, per-call samples): one call per sample, synchronised before every clock read.
-
-    At least `min_batches` samples, then more until `budget_s` of sampled time or `max_batches`.
-    """
-    def one_call_s() -> float:
-        synchronize()
-        start_s = clock()
-        call()
-        synchronize()
-        return clock() - start_s
-
-    first_s = one_call_s()
-    samples_s: list[float] = []
-    spent_s = 0.0
-    while len(samples_s) < max_batches and (len(samples_s) < min_batches or spent_s < budget_s):
-        samples_s.append(one_call_s())
-        spent_s += samples_s[-1]
-    return first_s, samples_s
-
-
-def sample_warnings(samples_s: list[float], what: str = "batch") -> tuple[tuple[str, ...], bool]:
-    """(warnings, target met) for per-call samples, in the harness's words."""
-    summary = stats.summarize(samples_s)
-    warnings = []
-    target_met = summary.rel_ci_halfwidth <= 0.05
-    if not target_met:
-        width = "undefined" if math.isinf(summary.rel_ci_halfwidth) else f"±{summary.rel_ci_halfwidth:.1%}"
-        warnings.append(f"95% CI of the median {width} with {summary.n} samples, target ±5%")
-    if summary.rel_iqr > 0.10:
-        warnings.append(f"unstable: IQR is {summary.rel_iqr:.0%} of median")
-    if summary.n < 100:
-        warnings.append(f"p99 from {summary.n} {what}es is close to the slowest one, not a measured tail")
-    return tuple(warnings), target_met
 
 
 def cifar_like_images(count: int, seed: int) -> np.ndarray:
@@ -134,12 +93,13 @@ def base_model(depth: int, image_px: int, seed: int):
     return model
 
 
-@lru_cache(maxsize=4)
-def reference_logits(depth: int, image_px: int, seed: int, count: int) -> np.ndarray:
-    """float32 logits of the first `count` input images: CPU, contiguous, same weights."""
+@lru_cache(maxsize=8)
+def reference_logits(depth: int, image_px: int, seed: int, count: int, images_seed: int | None = None) -> np.ndarray:
+    """float32 logits of the first `count` input images (drawn from `images_seed`, default `seed`):
+    CPU, contiguous, the weights of `seed`."""
     import torch
 
-    pixels = torch.from_numpy(cifar_like_images(count, seed))
+    pixels = torch.from_numpy(cifar_like_images(count, seed if images_seed is None else images_seed))
     with torch.inference_mode():
         return base_model(depth, image_px, seed)(images_on_device(torch, pixels, image_px)).numpy().copy()
 
@@ -215,7 +175,7 @@ def _supported(backend, device: str, params: dict) -> None:
 
 
 class _VGGRun:
-    """One prepared configuration: the model and inputs on the device, and what was measured."""
+    """One prepared configuration: the model and two image batches on the device, what was measured."""
 
     def __init__(self, backend, device: str, params: dict, seed: int):
         self.backend, self.device, self.params, self.seed = backend, device, params, seed
@@ -224,52 +184,65 @@ class _VGGRun:
         torch = self.torch = backend.namespace(device)
         target = backend.empty((1,), "float32", device).device
         self.model = build_model(torch, self.depth, self.image_px, seed, target, self.dtype, self.layout)
-        pixels = backend.from_host(cifar_like_images(self.batch, seed), device)  # 32×32 uint8 travel
-        inputs = images_on_device(torch, pixels, self.image_px).to(getattr(torch, self.dtype))
-        self.inputs = inputs.contiguous(memory_format=torch.channels_last if self.layout == "channels_last"
-                                        else torch.contiguous_format)
-        self.samples_s: list[float] = []
+        self.count = min(self.batch, VERIFY_IMAGES)
+        self.rotation = Rotation(self.variant, self.judge)
+        self.samples_s: tuple[float, ...] = ()
         self.verified: dict = {}
         # last, so that a failure above leaves nothing to undo; release restores it
         self.saved_tf32 = _strict_fp32(torch, device) if self.dtype == "float32" else None
 
+    def variant(self, index: int) -> Variant:
+        """Image set `index`: its own images on the device and its reference logits."""
+        torch, images_seed = self.torch, self.seed + index * SEED_STRIDE
+        pixels = self.backend.from_host(cifar_like_images(self.batch, images_seed), self.device)  # uint8 travel
+        inputs = images_on_device(torch, pixels, self.image_px).to(getattr(torch, self.dtype))
+        inputs = inputs.contiguous(memory_format=torch.channels_last if self.layout == "channels_last"
+                                   else torch.contiguous_format)
+        reference = reference_logits(self.depth, self.image_px, self.seed, self.count, images_seed)
+        return Variant(inputs=[inputs], reference=reference)
+
     def prepared(self) -> Prepared:
-        return Prepared(compute=self.compute, verify=self.verify, self_timed=self.self_timed,
-                        metrics=self.metrics, release=self.release)
+        prepared = self.rotation.prepared(self.backend, op=self.forward, metrics=self.metrics, calls_per_block=1,
+                                          min_samples=MIN_TIMED_BATCHES, record_samples=self.record)
+        prepared.poison = lambda: self.rotation.poison(self.fill_nan)
+        prepared.release = self.release
+        return prepared
+
+    def forward(self, variant: Variant):
+        with self.torch.inference_mode():
+            return self.model(variant.inputs[0])
 
     def compute(self):
-        with self.torch.inference_mode():
-            return self.model(self.inputs)
+        return self.rotation.call(self.forward)
 
-    def self_timed(self, rigor=None) -> SelfTimed:
-        budget_s = TIMED_BUDGET_S if rigor is None else rigor.budget_s
-        first_s, self.samples_s = time_batches(self.compute, lambda: self.backend.synchronize(self.device),
-                                               budget_s=budget_s)
-        warnings, target_met = sample_warnings(self.samples_s)
-        if self.image_px != SEED_IMAGE_PX:
-            reduced = f"image_px={self.image_px}: reduced from seed 004's {SEED_IMAGE_PX}x{SEED_IMAGE_PX}"
-            warnings = (reduced,) + warnings
-        return SelfTimed(phases_s={"compute": tuple(self.samples_s)}, first_call_s=first_s,
-                         warnings=warnings, target_met=target_met)
+    def fill_nan(self, logits) -> bool:
+        with self.torch.inference_mode():  # an inference tensor is written only there
+            logits.fill_(float("nan"))
+        return True
 
-    def verify(self) -> Check:
-        out = self.compute()
-        self.backend.synchronize(self.device)
-        count = min(self.batch, VERIFY_IMAGES)
-        logits = self.backend.to_host(out[:count].float())
-        reference = reference_logits(self.depth, self.image_px, self.seed, count)
-        check, agreement = compare_logits(logits, reference, self.dtype, self.backend.location(out), self.device)
+    def judge(self, out, variant: Variant) -> Check:
+        logits = self.backend.to_host(out[:self.count].float())
+        check, agreement = compare_logits(logits, variant.reference, self.dtype, self.backend.location(out),
+                                          self.device)
         self.verified = {"logits_rel_error": check.max_rel_error, "argmax_agreement": agreement,
-                         "argmax_compared_images": count,
-                         "reference_distinct_classes": int(len(set(np.argmax(reference, axis=1).tolist())))}
+                         "argmax_compared_images": self.count,
+                         "reference_distinct_classes": int(len(set(np.argmax(variant.reference, axis=1).tolist())))}
         return check
+
+    def record(self, samples_s: dict) -> None:
+        self.samples_s = samples_s.get("compute", ())
 
     def metrics(self) -> dict:
         found = dict(self.verified)
-        found.update(_latency_metrics(self.samples_s, self.batch))
+        found.update(_latency_metrics(list(self.samples_s), self.batch))
         found.update({"image_px": self.image_px, "upsample_factor": self.image_px // SOURCE_PX,
                       "model_parameters": vgg_model.parameter_count(self.depth, NUM_CLASSES, self.image_px),
                       "flops_per_image": vgg_model.flops_per_image(self.depth, NUM_CLASSES, self.image_px)})
+        if self.image_px != SEED_IMAGE_PX:
+            found["image_px_note"] = f"image_px={self.image_px}: reduced from seed 004's {SEED_IMAGE_PX}x{SEED_IMAGE_PX}"
+        if self.samples_s and len(self.samples_s) < TAIL_BATCHES:
+            found["latency_p99_note"] = (f"p99 from {len(self.samples_s)} batches is close to the slowest one, "
+                                         "not a measured tail")
         seed_config = (self.batch, self.image_px, self.depth, self.dtype) == (SEED_BATCH, SEED_IMAGE_PX,
                                                                               SEED_DEPTH, "float32")
         reference = dict(SEED_REFERENCE, matches_seed_config=seed_config)
@@ -281,7 +254,8 @@ class _VGGRun:
     def release(self) -> None:
         if self.saved_tf32 is not None:
             _restore_tf32(self.torch, self.saved_tf32)
-        self.model = self.inputs = None
+        self.rotation.release()
+        self.model = None
 
 
 def _latency_metrics(samples_s: list[float], batch: int) -> dict:
