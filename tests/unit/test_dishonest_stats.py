@@ -105,3 +105,36 @@ def test_the_opencl_kernels_keep_each_input_set_in_its_own_buffers():
     prepared.poison()
     assert np.isnan(backend.to_host(first)).all() and np.isnan(backend.to_host(second)).all()
     prepared.release()
+
+
+def test_a_plugin_workload_checked_only_on_a_call_of_its_own_is_unverified():
+    """A third party's `verify` re-runs the work apart from the timed calls: it proves the code
+    right, not the timed outputs, and the result says so instead of passing as valid."""
+    from accelbench.results import Check, Work
+    from accelbench.workloads.base import Prepared, Workload
+    from accelbench.workloads.registry import register_workload, unregister_workload
+
+    class SeparateCheck(Workload):
+        name, dtypes = "separate-check", ("float64",)
+
+        def grid(self, sizes, dtypes, quick):
+            return [{"n": 1000, "dtype": "float64"}]
+
+        def work(self, params):
+            return Work(flops=1000.0, bytes_moved=8000.0)
+
+        def footprint_bytes(self, params):
+            return 8000
+
+        def prepare(self, backend, device, params, seed):
+            data = np.ones(params["n"])
+            return Prepared(compute=lambda: data * 2.0,
+                            verify=lambda: Check(bool(np.all(data * 2.0 == 2.0)), 0.0, 1e-12, "twice one", "cpu"))
+
+    register_workload(SeparateCheck())
+    try:
+        m = _measure("separate-check", {"n": 1000, "dtype": "float64"})
+    finally:
+        unregister_workload("separate-check")
+    assert m.valid and m.status == "unverified" or m.status == "noisy", m.verdict_reasons
+    assert any("not on the outputs of the timed calls" in r for r in m.verdict_reasons)

@@ -65,6 +65,8 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
         findings += _repeated_draws(capture, synchronize, to_host)
     if prepared.check_output is None:
         check = prepared.verify()
+        findings.append(Finding(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
+                                            "(a workload gives check_output for that: workloads/rotation.py)"))
     else:
         if prepared.poison:
             prepared.poison()
