@@ -56,8 +56,9 @@ def comparison_html(comparison: "Comparison") -> str:
              _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "verdict", "note"),
                     rows, right=(1, 2, 3, 4)),
              f'<p style="color:#57606a">speed-up = time in A / time in B (&gt; 1: B faster); "same" only when '
-             f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1 "
-             f"and the rank test p &lt; {c.alpha:g}.</p>"]
+             f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1, "
+             f"the rank test p &lt; {c.alpha:g} and the interval outside the run-to-run noise band.</p>",
+             f'<p style="color:#57606a">Run-to-run noise: {escape(c.noise_text())}</p>']
     if c.differences:
         parts.append("<p><b>Recorded differences between the runs</b></p>" + _table(
             ("field", "A", "B"), ((escape(d.field), escape(d.a), escape(d.b)) for d in c.differences)))

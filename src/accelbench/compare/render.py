@@ -43,8 +43,10 @@ def render_comparison(c: Comparison, console: Console) -> None:
                       "—" if r.p_value is None else f"{r.p_value:.2g}", _styled(r.verdict), escape(r.note))
     console.print(table)
     console.print(f"[dim]speed-up = time in A / time in B (> 1: B faster), bootstrap 95% interval of the ratio of "
-                  f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: interval excludes 1 "
-                  f"and Mann–Whitney p < {c.alpha:g}; only results whose check passed count.[/]")
+                  f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: beyond ±{c.same_within:.0%}, "
+                  f"Mann–Whitney p < {c.alpha:g} and the interval outside the spec's run-to-run noise band "
+                  f"(what identical runs on this machine show); only results whose check passed count.[/]")
+    console.print(f"Run-to-run noise: {escape(c.noise_text())}")
     _render_differences(c, console)
     for title, specs in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         if specs:
