@@ -92,9 +92,9 @@ def main(argv=None) -> int:
                       f"{pair['run_seconds'][0]:.0f} s, {pair['run_seconds'][1]:.0f} s); false changes: new rule "
                       f"{rate(pair['new']['changes'], pair['compared'])}, old rule "
                       f"{rate(pair['old']['changes'], pair['old']['compared'])}")
-                print(f"  {pair['new']['noise']}")
+                print(f"  {pair['new']['noise']}", flush=True)
                 for text in pair["new"]["changed"]:
-                    print(f"  new rule still calls a change: {text}")
+                    print(f"  new rule still calls a change: {text}", flush=True)
     compared = sum(p["compared"] for p in pairs)
     total = {"device": args.device, "workloads": args.workloads, "repeats": args.repeats, "pairs": pairs,
              "false_change_rate_new": sum(p["new"]["changes"] for p in pairs) / compared if compared else None,

@@ -48,6 +48,10 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     assert code == 0 and report["same_machine"] and len(report["rows"]) == 6 and not report["only_in_a"]
     assert report["counts"]["same"] > 3, report["summary"]  # mostly same
     assert report["counts"]["excluded"] == 0
+    # every compared spec carries the noise band its verdict had to clear, and where it came from
+    assert all(r["noise"]["source"] in ("history", "pair", "floor") and r["noise"]["band"] >= 0.01
+               for r in report["rows"]), report["rows"]
+    assert sum(report["noise"]["sources"].values()) == 6 and "run-to-run noise band" in report["noise"]["text"]
     code, out, _ = _compare(capsys, "latest~1", "latest", "--db", db, *BAND)
     assert code == 0 and f"Summary: {report['counts']['same']} same" in out
 
@@ -71,6 +75,8 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     assert all(r["speedup"]["ratio"] < 0.5 for r in slowed), slowed
     code, out, err = _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "50", *BAND)
     assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out
+    assert "beyond run-to-run noise" in err and "outside the run-to-run noise band ±" in err
+    assert "Run-to-run noise: run-to-run noise band ±" in out
     assert _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "1000", *BAND)[0] == 0
 
 

@@ -61,6 +61,11 @@ class NoiseBand:
             f", estimate ±{self.estimate:.1%} raised to the floor")
         return f"±{self.fraction:.1%}, {where}{floored}"
 
+    def short(self) -> str:
+        """For a table cell: "±4.2% history (6 runs)", "±44.4% pair (8 specs)", "±5.0% floor"."""
+        how = {"history": f"history ({self.runs} runs)", "pair": f"pair ({self.specs} specs)"}.get(self.source, "floor")
+        return f"±{self.fraction:.1%} {how}"
+
     def to_dict(self) -> dict:
         return {"band": self.fraction, "source": self.source, "runs": self.runs, "specs": self.specs,
                 "estimate": self.estimate, "detail": self.detail, "text": self.text()}
