@@ -60,7 +60,8 @@ def one_pair(db: str, args) -> dict:
     counts = new.counts()
     compared = sum(counts[v] for v in ("same", "faster", "slower", "inconclusive"))
     changed = [f"{r.label}: {r.factor_text()}" for r in new.rows if r.verdict in CHANGES]
-    return {"run_seconds": seconds, "compared": compared, "new": {"changes": counts["faster"] + counts["slower"],
+    disturbed = sum(r.counted and "noisy" in r.result_verdicts for r in new.rows)
+    return {"run_seconds": seconds, "compared": compared, "noisy": disturbed, "new": {"changes": counts["faster"] + counts["slower"],
             "counts": counts, "geomean": new.geomean.ratio if new.geomean else None,
             "noise": new.noise_text(), "changed": changed}, "old": old_rule(a, b)}
 
@@ -91,7 +92,8 @@ def main(argv=None) -> int:
                 print(f"pair {repeat + 1}: {pair['compared']} specs compared (runs took "
                       f"{pair['run_seconds'][0]:.0f} s, {pair['run_seconds'][1]:.0f} s); false changes: new rule "
                       f"{rate(pair['new']['changes'], pair['compared'])}, old rule "
-                      f"{rate(pair['old']['changes'], pair['old']['compared'])}")
+                      f"{rate(pair['old']['changes'], pair['old']['compared'])}; {pair['noisy']} spec(s) with a "
+                      "noisy result in A or B (no verdict under either rule)", flush=True)
                 print(f"  {pair['new']['noise']}", flush=True)
                 for text in pair["new"]["changed"]:
                     print(f"  new rule still calls a change: {text}", flush=True)
@@ -99,7 +101,7 @@ def main(argv=None) -> int:
     total = {"device": args.device, "workloads": args.workloads, "repeats": args.repeats, "pairs": pairs,
              "false_change_rate_new": sum(p["new"]["changes"] for p in pairs) / compared if compared else None,
              "false_change_rate_old": sum(p["old"]["changes"] for p in pairs) / compared if compared else None,
-             "compared": compared}
+             "compared": compared, "noisy": sum(p["noisy"] for p in pairs)}
     if args.json:
         json.dump(total, sys.stdout, indent=2)
         print()
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
         print(f"A/A false-change rate over {args.repeats} pair(s) of identical quick runs on {args.device}: "
               f"with the noise band {rate(sum(p['new']['changes'] for p in pairs), compared)}; "
               f"old rule {rate(sum(p['old']['changes'] for p in pairs), compared)} (faster/slower verdicts "
-              "among specs compared)")
+              f"among specs compared); {sum(p['noisy'] for p in pairs)} of the {compared} had a noisy result")
     return 0
 
 

@@ -225,7 +225,7 @@ def _store_history(db, earlier_x_factors, a_times, b_times):
                               machine=MACHINE, tags={}, results=r.measurements, skips=())
 
 
-def test_stored_history_of_a_2_percent_spread_lets_a_12_percent_change_through(tmp_path, capsys):
+def test_stored_history_of_a_2_percent_spread_flags_a_12_percent_change(tmp_path, capsys):
     import json
 
     db = str(tmp_path / "r.sqlite")
@@ -236,7 +236,7 @@ def test_stored_history_of_a_2_percent_spread_lets_a_12_percent_change_through(t
     report = json.loads(capsys.readouterr().out)
     x = next(r for r in report["rows"] if r["spec"] == SPECS[4].to_dict())
     assert x["verdict"] == "slower" and x["noise"]["source"] == "history" and x["noise"]["runs"] == 6
-    assert x["noise"]["band"] < 0.06 and "history: 6 runs" in x["noise"]["text"]
+    assert x["noise"]["band"] < 0.08 and "history: 6 runs" in x["noise"]["text"]
     others = [r for r in report["rows"] if r is not x]
     assert all(r["noise"]["source"] == "pair" and r["noise"]["band"] > 0.12 for r in others)
     assert report["noise"]["sources"] == {"history": 1, "pair": len(SPECS) - 1}

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from accelbench.results import Measurement
 from accelbench.timing import stats
 
-Z = 1.96                 # 95% of identical-run changes lie within the band (normal model)
+# 99.7% of identical-run changes lie within the band (normal model): a pair compares tens of specs,
+# so at 95% most A/A pairs would still show a false change somewhere
+Z = 3.0
 ROBUST_SIGMA = 1.4826    # MAD × this estimates σ of a normal distribution
 PAIR_FLOOR = 0.05        # a band estimated from two runs, or none, is never under ±5%
 HISTORY_FLOOR = 0.01     # history may prove a smaller spread; no claim finer than ±1%
