@@ -47,6 +47,8 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     report = json.loads(out)
     assert code == 0 and report["same_machine"] and len(report["rows"]) == 6 and not report["only_in_a"]
     assert report["counts"]["same"] > 3, report["summary"]  # mostly same
+    # identical runs: no change survives the run-to-run noise band (issue #12: an A/A pair shows none)
+    assert report["counts"]["faster"] + report["counts"]["slower"] == 0, report["summary"]
     assert report["counts"]["excluded"] == 0
     # every compared spec carries the noise band its verdict had to clear, and where it came from
     assert all(r["noise"]["source"] in ("history", "pair", "floor") and r["noise"]["band"] >= 0.01

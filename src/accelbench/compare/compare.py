@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from accelbench.compare import metadata, noise as run_noise
+from accelbench.compare import metadata
+from accelbench.compare import noise as run_noise
 from accelbench.compare.sources import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.runner.summary import params_text, where
@@ -165,8 +166,9 @@ def geometric_mean(rows: list[SpecComparison], confidence: float = stats.CONFIDE
 
     With `beyond_noise_only` (the default) only changes that survived the noise band (a faster or
     slower verdict) enter at their ratio; every other counted spec enters as 1.0, no change shown:
-    two identical runs then give 1.000× however much their medians drifted. Each spec's bootstrap interval is read as a normal interval on the log scale (its standard error
-    is the log-width / 2z) and the specs as independent, so the mean of k logs has standard error
+    two identical runs then give 1.000× however much their medians drifted. Each spec's bootstrap
+    interval is read as a normal interval on the log scale (its standard error is the
+    log-width / 2z) and the specs as independent, so the mean of k logs has standard error
     sqrt(sum se²) / k. Specs of one run share a machine state, so this interval is a lower bound on
     the real uncertainty when whole runs drift.
     """

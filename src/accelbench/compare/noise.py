@@ -134,10 +134,10 @@ def stored_history(db: str | None, hostname: str, spec_keys: Iterable[str], *, c
                    started_until: str) -> dict[str, list[float]]:
     """Each spec's medians in the earlier runs of `hostname` stored in `db` ({} when there is no
     database or the candidate's start time is unknown): run B itself never counts."""
+    from accelbench.errors import UsageError
     from accelbench.store.db import Store
     from accelbench.store.history import spec_medians
     from accelbench.store.opening import NoDatabaseError
-    from accelbench.errors import UsageError
 
     if not hostname or not started_until:
         return {}

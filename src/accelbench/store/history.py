@@ -22,7 +22,7 @@ def spec_medians(store: Store, hostname: str, spec_keys: Iterable[str], *, start
     if not keys or not hostname:
         return {}
     excluded = sorted(set(exclude_run_ids)) or [""]
-    rows = store._connection().execute(  # noqa: SLF001 - a read-only query beside the Store's own
+    rows = store._connection().execute(  # a read-only query beside the Store's own
         "SELECT r.* FROM results r JOIN runs ON runs.id = r.run_id JOIN machines m ON m.run_id = r.run_id "
         f"WHERE m.hostname = ? AND r.spec_key IN ({', '.join('?' for _ in keys)}) "
         f"AND r.run_id NOT IN ({', '.join('?' for _ in excluded)}) AND runs.started_at <= ? "
