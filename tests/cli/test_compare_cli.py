@@ -76,9 +76,12 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     assert "slower" in verdicts or all("noisy" in r["note"] for r in slowed), slowed
     assert all(r["speedup"]["ratio"] < 0.5 for r in slowed), slowed
     code, out, err = _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "50", *BAND)
-    assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out
-    assert "beyond run-to-run noise" in err and "outside the run-to-run noise band ±" in err
     assert "Run-to-run noise: run-to-run noise band ±" in out
+    if "slower" not in verdicts:  # both slowed results disturbed: the CI gate must not fire on them
+        assert code == 0 and not err, slowed
+        return
+    assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out, slowed
+    assert "beyond run-to-run noise" in err and "outside the run-to-run noise band ±" in err
     assert _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "1000", *BAND)[0] == 0
 
 

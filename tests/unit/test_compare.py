@@ -189,8 +189,14 @@ def test_every_spec_moved_by_the_same_factor_is_run_to_run_noise_not_a_finding()
     assert "no change beyond run-to-run noise" in c.summary_line()
 
 
-def test_a_3x_change_among_stable_specs_is_slower_beyond_the_noise_band():
+def test_a_3x_change_among_stable_specs_is_slower_beyond_the_noise_band(tmp_path, capsys):
     factors = [1.0, 1.03, 0.98, 1.02, 3.0, 0.97, 1.01, 1.0]  # spec 4 does its work three times
+    db = tmp_path / "r.sqlite"
+    _store_runs(db, run("run-a", base_times(1)), run("run-b", _moved(factors)))
+    assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "1 spec(s) significantly slower by more than 10%, beyond run-to-run noise" in err
+    assert "matmul numpy@cpu (2 threads) dtype=float32 n=2000: 3.0" in err and "pair: 6 specs" in err
     c = compare_runs(run("a", base_times(1)), run("b", _moved(factors)))
     (row,) = c.by_verdict("slower")
     assert row.spec == SPECS[4] and row.noise.source == "pair" and row.noise.clears(row.speedup)
