@@ -48,7 +48,13 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     report = json.loads(out)
     assert code == 0 and report["same_machine"] and len(report["rows"]) == 6 and not report["only_in_a"]
     assert report["counts"]["same"] > 3, report["summary"]  # mostly same
+    # identical runs: no change survives the run-to-run noise band (issue #12: an A/A pair shows none)
+    assert report["counts"]["faster"] + report["counts"]["slower"] == 0, report["summary"]
     assert report["counts"]["excluded"] == 0
+    # every compared spec carries the noise band its verdict had to clear, and where it came from
+    assert all(r["noise"]["source"] in ("history", "pair", "floor") and r["noise"]["band"] >= 0.01
+               for r in report["rows"]), report["rows"]
+    assert sum(report["noise"]["sources"].values()) == 6 and "run-to-run noise band" in report["noise"]["text"]
     code, out, _ = _compare(capsys, "latest~1", "latest", "--db", db, *BAND)
     assert code == 0 and f"Summary: {report['counts']['same']} same" in out
 
@@ -71,7 +77,12 @@ def test_same_suite_twice_is_mostly_same_and_a_slowed_spec_is_slower(tmp_path, c
     assert "slower" in verdicts or all("noisy" in r["note"] for r in slowed), slowed
     assert all(r["speedup"]["ratio"] < 0.5 for r in slowed), slowed
     code, out, err = _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "50", *BAND)
-    assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out
+    assert "Run-to-run noise: run-to-run noise band ±" in out
+    if "slower" not in verdicts:  # both slowed results disturbed: the CI gate must not fire on them
+        assert code == 0 and not err, slowed
+        return
+    assert code == 1 and f"n={SLOW_N}" in err and "slower (matmul numpy@cpu" in out, slowed
+    assert "beyond run-to-run noise" in err and "outside the run-to-run noise band ±" in err
     assert _compare(capsys, "latest~1", "latest", "--db", db, "--fail-if-slower", "1000", *BAND)[0] == 0
 
 

@@ -147,6 +147,7 @@ def test_html_tables_escape_and_show_every_row():
     html = c._repr_html_()
     assert isinstance(c, Comparison) and html.count("<tr>") == len(SPECS) + 1
     assert "a&lt;b&gt;" in html and "a<b>" not in html
+    assert html.count("±5.0% pair (") == len(SPECS) and "Run-to-run noise: run-to-run noise band ±5.0%" in html
     rows = analyse([measurement(s, times[s.key]) for s in SPECS[:2]] + [measurement(SPECS[2], times[SPECS[2].key], False)])
     table = results_table_html(rows)
     assert table.count("<tr>") == 4 and ">invalid<" in table and "FLOP/s" in table
@@ -165,3 +166,124 @@ def test_threshold_separates_drift_from_regressions():
     assert verdict_of(stats.RatioCI(0.95, 0.60, 1.40), significant_slower) == "inconclusive"
     # with a 5% threshold the 7% slowdown is claimed
     assert verdict_of(stats.RatioCI(0.935, 0.92, 0.95), significant_slower, same_within=0.05) == "slower"
+
+
+# -- the run-to-run noise band -------------------------------------------------------------------
+
+def _moved(factors, seed=2):
+    """Run B's times: spec i takes factors[i] times as long as in base_times (noise 1% within a run)."""
+    return {spec.key: samples(1e-3 * (i + 1) * factors[i], seed=seed * 100 + i) for i, spec in enumerate(SPECS)}
+
+
+def test_every_spec_moved_by_the_same_factor_is_run_to_run_noise_not_a_finding():
+    a, b = run("a", base_times(1)), run("b", _moved([1.15] * len(SPECS)))
+    c = compare_runs(a, b)
+    # the within-run rule alone calls every spec slower: 15% beyond ±10%, tight interval, p tiny
+    old = [compare_measurements(ma, mb, noise=None).verdict for ma, mb in zip(a.measurements, b.measurements)]
+    assert old == ["slower"] * len(SPECS)
+    assert c.counts() == {"same": 0, "slower": 0, "faster": 0, "inconclusive": len(SPECS), "excluded": 0}
+    assert all(r.within_noise and "within run-to-run noise (±" in r.note and r.noise.source == "pair" for r in c.rows)
+    assert all(r.noise.fraction > 0.15 for r in c.rows)  # the common shift is counted as noise
+    assert c.geomean.ratio == 1.0 and 0.85 < c.geomean_all.ratio < 0.89
+    assert f"{len(SPECS)} inconclusive ({len(SPECS)} within run-to-run noise)" in c.summary_line()
+    assert "no change beyond run-to-run noise" in c.summary_line()
+
+
+def test_a_3x_change_among_stable_specs_is_slower_beyond_the_noise_band(tmp_path, capsys):
+    factors = [1.0, 1.03, 0.98, 1.02, 3.0, 0.97, 1.01, 1.0]  # spec 4 does its work three times
+    db = tmp_path / "r.sqlite"
+    _store_runs(db, run("run-a", base_times(1)), run("run-b", _moved(factors)))
+    assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "1 spec(s) significantly slower by more than 10%, beyond run-to-run noise" in err
+    assert "matmul numpy@cpu (2 threads) dtype=float32 n=2000: 3.0" in err and "pair: 6 specs" in err
+    c = compare_runs(run("a", base_times(1)), run("b", _moved(factors)))
+    (row,) = c.by_verdict("slower")
+    assert row.spec == SPECS[4] and row.noise.source == "pair" and row.noise.clears(row.speedup)
+    assert 2.8 < 1 / row.speedup.ratio < 3.2 and row.noise.fraction < 0.2
+    assert "outside the run-to-run noise band ±" in row.why_slower()
+    assert c.slower_than(0.10) == [row] and c.counts()["faster"] == 0
+    assert 0.85 < c.geomean.ratio < 0.89  # 3^(-1/8): only the surviving change moves the mean
+
+
+def test_a_noisy_result_is_never_faster_or_slower():
+    spec = SPECS[0]
+    slow = measurement(spec, samples(3e-3, seed=2))
+    noisy = Measurement(**{**slow.__dict__, "verdict": "noisy", "verdict_reasons": ("IQR is 40% of median",)})
+    row = compare_measurements(measurement(spec, samples(1e-3, seed=1)), noisy)
+    assert row.verdict == "inconclusive" and "inconclusive (noisy)" in row.note and row.result_verdicts[1] == "noisy"
+    assert compare_measurements(measurement(spec, samples(1e-3, seed=1)), slow).verdict == "slower"
+
+
+def _store_history(db, earlier_x_factors, a_times, b_times):
+    """Earlier runs holding spec X (SPECS[4]) only, at the given factors, then runs A and B (all specs)."""
+    x = SPECS[4]
+    with Store(db) as store:
+        for k, factor in enumerate(earlier_x_factors):
+            ms = (measurement(x, samples(5e-3 * factor, seed=50 + k)),)
+            store.restore_run(f"hist-{k}", started_at=f"2026-01-01T00:0{k}:00+00:00", finished_at=None,
+                              status="complete", accelbench_version="0.1.0", selection={"rigor": "quick"},
+                              machine=MACHINE, tags={}, results=ms, skips=())
+        for run_id, minute, times in (("run-a", 8, a_times), ("run-b", 9, b_times)):
+            r = run(run_id, times)
+            store.restore_run(run_id, started_at=f"2026-01-01T00:0{minute}:00+00:00", finished_at=None,
+                              status="complete", accelbench_version="0.1.0", selection=r.selection,
+                              machine=MACHINE, tags={}, results=r.measurements, skips=())
+
+
+def test_stored_history_of_a_2_percent_spread_flags_a_12_percent_change(tmp_path, capsys):
+    import json
+
+    db = str(tmp_path / "r.sqlite")
+    # the other specs moved ±9% between A and B: from the pair alone, a 12% change is within noise
+    factors = [1.09, 0.92, 1.09, 0.92, 1.12, 1.09, 0.92, 1.09]
+    _store_history(db, [1.0, 1.02, 0.98, 1.01, 0.99], base_times(1), _moved(factors))
+    assert main(["compare", "run-a", "run-b", "--db", db, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    x = next(r for r in report["rows"] if r["spec"] == SPECS[4].to_dict())
+    assert x["verdict"] == "slower" and x["noise"]["source"] == "history" and x["noise"]["runs"] == 6
+    assert x["noise"]["band"] < 0.08 and "history: 6 runs" in x["noise"]["text"]
+    others = [r for r in report["rows"] if r is not x]
+    assert all(r["noise"]["source"] == "pair" and r["noise"]["band"] > 0.12 for r in others)
+    assert report["noise"]["sources"] == {"history": 1, "pair": len(SPECS) - 1}
+    assert "1 spec(s) from their stored history (6 runs each)" in report["noise"]["text"]
+    # without the history (the same runs from exported files) the same 12% is within the pair's noise
+    no_history = compare_runs(run("a", base_times(1)), run("b", _moved(factors)))
+    row = next(r for r in no_history.rows if r.spec == SPECS[4])
+    assert row.verdict == "inconclusive" and row.within_noise and row.noise.source == "pair"
+    assert main(["compare", "run-a", "run-b", "--db", db, "--fail-if-slower", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "1 spec(s) significantly slower by more than 10%, beyond run-to-run noise" in err
+    assert "n=2000" in err and "history: 6 runs" in err
+
+
+def test_history_of_a_wide_spread_keeps_a_large_change_within_noise(tmp_path, capsys):
+    import json
+
+    db = str(tmp_path / "r.sqlite")
+    stable = [1.0] * len(SPECS)
+    _store_history(db, [1.0, 1.4, 0.75, 1.3, 0.8], base_times(1), _moved(stable[:4] + [1.3] + stable[5:]))
+    assert main(["compare", "run-a", "run-b", "--db", db, "--json", "--fail-if-slower", "10"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    x = next(r for r in report["rows"] if r["spec"] == SPECS[4].to_dict())
+    assert x["verdict"] == "inconclusive" and x["within_noise"] and x["noise"]["source"] == "history"
+    assert x["noise"]["band"] > 0.3 and report["fail_if_slower"]["failed"] is False
+
+
+def test_noise_band_estimates():
+    from accelbench.compare import noise
+
+    assert noise.history_band([1.0, 1.0, 1.0]) is None  # fewer than MIN_HISTORY_RUNS
+    steady = noise.history_band([1.0] * 6)
+    assert steady.fraction == noise.HISTORY_FLOOR and steady.runs == 6
+    shifted = noise.pair_band([math.log(1.2)] * 8, "g", shift_is_noise=True)
+    assert shifted.fraction == pytest.approx(0.2) and shifted.specs == 8
+    # across machines or settings the common shift may be the finding: only the scatter counts
+    assert noise.pair_band([math.log(1.2)] * 8, "g", shift_is_noise=False).fraction == noise.PAIR_FLOOR
+    assert noise.FLOOR_ONLY.clears(stats_ratio(0.9, 0.93)) and not noise.FLOOR_ONLY.clears(stats_ratio(0.93, 0.97))
+
+
+def stats_ratio(low, high):
+    from accelbench.timing import stats
+
+    return stats.RatioCI((low + high) / 2, low, high)

@@ -3,8 +3,8 @@ among the seeds' published figures and datasheet peaks.
 
 A and B are run ids, unique id prefixes, latest, latest~N, or files written by `accelbench export`
 (FILE.json, or FILE.json#RUN when it holds several runs), read and validated without importing.
-Exit status: 0, or 1 when --fail-if-slower finds a significant slowdown above its threshold,
-2 for bad input.
+Exit status: 0, or 1 when --fail-if-slower finds a significant slowdown above its threshold that is
+also outside the spec's run-to-run noise band (compare/noise.py), 2 for bad input.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fail-if-slower", type=validate.percent(above=0, up_to=1e6, closed_below=True),
                         metavar="PCT",
                         help="exit 1 when a spec is significantly slower in B by more than PCT percent "
-                             "(point estimate of the ratio of medians), for CI")
+                             "(point estimate of the ratio of medians) and beyond its run-to-run noise band, for CI")
     parser.add_argument("--same-within", type=validate.percent(above=0, up_to=100), default=10.0, metavar="PCT",
                         help="call a spec 'same' only when the 95%% interval of its speed-up lies within "
                              "±PCT%% of 1, and faster/slower only beyond it (default 10, as asv)")
@@ -110,15 +110,17 @@ def run(args) -> int:
         document = comparison.to_dict()
         if args.fail_if_slower is not None:
             document["fail_if_slower"] = {"percent": args.fail_if_slower, "failed": bool(failing),
-                                          "specs": [r.label for r in failing]}
+                                          "specs": [r.label for r in failing],
+                                          "why": {r.label: r.why_slower() for r in failing}}
         print_json(document)
     else:
         render_comparison(comparison, _console())
     if failing:
         from accelbench.terminal import printable
 
-        shown = printable("; ".join(f"{r.label}: {r.factor_text()}" for r in failing))
         print(f"accelbench compare: {len(failing)} spec(s) significantly slower by more than "
-              f"{args.fail_if_slower:g}%: {shown}", file=sys.stderr)
+              f"{args.fail_if_slower:g}%, beyond run-to-run noise:", file=sys.stderr)
+        for r in failing:
+            print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
         return 1
     return 0

@@ -1,15 +1,17 @@
 """Compare two runs spec by spec: ratio of medians with its 95% interval, a tested verdict, a summary.
 
 For every spec measured (and verified) in both runs the speed-up is baseline time / candidate time
-(> 1: run B is faster), bootstrapped from the raw samples. The verdict needs two things to agree:
+(> 1: run B is faster), bootstrapped from the raw samples. The verdict needs three things to agree:
 
 * "faster" / "slower": a change beyond the threshold `same_within` (default 10%, asv's factor 1.1):
   the point estimate lies outside 1 ± `same_within`, the interval excludes 1, *and* a two-sided
   Mann-Whitney test on the raw samples rejects "no difference" at `alpha` in the same direction;
+  *and* the interval lies wholly outside the spec's run-to-run noise band (compare/noise.py: from
+  the spec's stored history on this host, else from the two runs themselves, floor ±5%): the
+  within-run interval says nothing about how much a spec moves between identical runs. A change
+  that fails only this is "inconclusive", noted "within run-to-run noise (±x%, source)";
 * "same": the whole interval lies within 1 ± `same_within`, or the point estimate does and the
-  interval stays within twice the band — any real change is smaller than the threshold, which is
-  set wider than timing.stats' 2% because run-to-run drift on one machine (clocks, placement,
-  neighbours) is larger than within-run noise, and such drift is not a regression;
+  interval stays within twice the band — any real change is smaller than the threshold;
 * "inconclusive": anything else (a wide interval, too few samples, the two tests disagree).
 
 Results invalid in either run (a failed check, an impossible rate, ...) count nowhere: listed as
@@ -18,10 +20,12 @@ excluded. A noisy result never carries a faster/slower verdict: that spec is inc
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
 from accelbench.compare import metadata
+from accelbench.compare import noise as run_noise
 from accelbench.compare.sources import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.runner.summary import params_text, where
@@ -52,6 +56,8 @@ class SpecComparison:
     p_value: float | None = None           # Mann-Whitney, two-sided
     note: str = ""
     result_verdicts: tuple[str, str] = ("", "")  # each side's own verdict (valid, noisy, ...)
+    noise: run_noise.NoiseBand | None = None   # the run-to-run noise band the change had to clear
+    within_noise: bool = False                 # a change the within-run test saw, inside that band
 
     @property
     def label(self) -> str:
@@ -83,7 +89,19 @@ class SpecComparison:
                 "speedup": None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high,
                                                     "confidence": ci.confidence},
                 "p_value": self.p_value, "result_verdict_a": self.result_verdicts[0],
-                "result_verdict_b": self.result_verdicts[1]}
+                "result_verdict_b": self.result_verdicts[1],
+                "noise": None if self.noise is None else self.noise.to_dict(), "within_noise": self.within_noise}
+
+    def why_slower(self) -> str:
+        """Why a "slower" verdict stands: its interval, the noise band it cleared, the rank test."""
+        ci, band = self.speedup, self.noise
+        cleared = "" if band is None else f", outside the run-to-run noise band {band.text()}"
+        return (f"{self.factor_text()}, 95% interval [{1 / ci.high:.3f}–{1 / ci.low:.3f}]× the time{cleared}, "
+                f"Mann–Whitney p={self.p_value:.2g}")
+
+    def survives_noise(self) -> bool:
+        """A faster/slower verdict: its interval cleared the run-to-run noise band."""
+        return self.verdict in ("faster", "slower")
 
 
 def verdict_of(ci: stats.RatioCI, test: stats.MannWhitney, *, same_within: float = SAME_WITHIN,
@@ -103,8 +121,10 @@ def verdict_of(ci: stats.RatioCI, test: stats.MannWhitney, *, same_within: float
 
 
 def compare_measurements(a: Measurement, b: Measurement, *, same_within: float = SAME_WITHIN,
-                         alpha: float = ALPHA, note: str = "") -> SpecComparison:
-    """The verdict for one spec measured as `a` in the baseline run and `b` in the candidate."""
+                         alpha: float = ALPHA, note: str = "",
+                         noise: run_noise.NoiseBand | None = run_noise.FLOOR_ONLY) -> SpecComparison:
+    """The verdict for one spec measured as `a` in the baseline run and `b` in the candidate; a
+    faster/slower verdict also needs its interval to clear the run-to-run `noise` band."""
     spec = a.spec
     failed = [f"check failed in run {name}" + (f": {m.check.detail}" if m.check.detail else "")
               if not m.check.passed else f"invalid in run {name}: {m.verdict_reasons[0] if m.verdict_reasons else ''}"
@@ -115,6 +135,7 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
     base = dict(median_a_s=median_a, median_b_s=median_b, n_a=len(a.samples_s), n_b=len(b.samples_s))
     if median_a <= 0 or median_b <= 0:
         return SpecComparison(spec, "excluded", note="a median time of zero: no ratio", **base)
+    base["noise"] = noise
     if a.threads != b.threads:  # what the BLAS really ran with, read back during the measurement
         note = _join(note, f"threads read back: {a.threads} in A, {b.threads} in B")
     ci = stats.speedup_ci(a.samples_s, b.samples_s)
@@ -128,7 +149,10 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
         note = _join(note, f"inconclusive (noisy): run {' and '.join(noisy)} not valid ("
                            + "; ".join(f"{m.status}: {m.verdict_reasons[0]}" for name, m in (("A", a), ("B", b))
                                        if name in noisy and m.verdict_reasons) + ")")
-    return SpecComparison(spec, verdict, speedup=ci, p_value=test.p_value, note=note,
+    within_noise = verdict in ("faster", "slower") and noise is not None and not noise.clears(ci)
+    if within_noise:  # a change of the size identical runs show on this machine is not a finding
+        verdict, note = "inconclusive", _join(note, f"within run-to-run noise ({noise.text()})")
+    return SpecComparison(spec, verdict, within_noise=within_noise, speedup=ci, p_value=test.p_value, note=note,
                           result_verdicts=(a.status, b.status), **base)
 
 
@@ -136,15 +160,20 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def geometric_mean(rows: list[SpecComparison], confidence: float = stats.CONFIDENCE) -> stats.RatioCI | None:
+def geometric_mean(rows: list[SpecComparison], confidence: float = stats.CONFIDENCE, *,
+                   beyond_noise_only: bool = True) -> stats.RatioCI | None:
     """The geometric mean speed-up over counted specs, with an interval.
 
-    Each spec's bootstrap interval is read as a normal interval on the log scale (its standard error
-    is the log-width / 2z) and the specs as independent, so the mean of k logs has standard error
+    With `beyond_noise_only` (the default) only changes that survived the noise band (a faster or
+    slower verdict) enter at their ratio; every other counted spec enters as 1.0, no change shown:
+    two identical runs then give 1.000× however much their medians drifted. Each spec's bootstrap
+    interval is read as a normal interval on the log scale (its standard error is the
+    log-width / 2z) and the specs as independent, so the mean of k logs has standard error
     sqrt(sum se²) / k. Specs of one run share a machine state, so this interval is a lower bound on
     the real uncertainty when whole runs drift.
     """
-    counted = [r.speedup for r in rows if r.counted and r.speedup is not None]
+    counted = [r.speedup if r.survives_noise() or not beyond_noise_only else stats.RatioCI(1.0, 1.0, 1.0)
+               for r in rows if r.counted and r.speedup is not None]
     if not counted:
         return None
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -216,6 +245,7 @@ class Comparison:
     geomean: stats.RatioCI | None
     same_within: float = SAME_WITHIN
     alpha: float = ALPHA
+    geomean_all: stats.RatioCI | None = None   # every counted ratio, noise or not (for reference)
 
     def by_verdict(self, verdict: str) -> list[SpecComparison]:
         return [r for r in self.rows if r.verdict == verdict]
@@ -226,6 +256,10 @@ class Comparison:
     def slower_than(self, fraction: float) -> list[SpecComparison]:
         """Significant slowdowns (verdict "slower") whose point estimate exceeds `fraction` (0.1: 10%)."""
         return [r for r in self.by_verdict("slower") if r.slowdown_fraction() > fraction]
+
+    def noise_text(self) -> str:
+        """Which run-to-run noise estimates the verdicts used, and from how many runs."""
+        return run_noise.summary([r.noise for r in self.rows if r.noise is not None])["text"]
 
     @property
     def scope(self) -> str:
@@ -242,12 +276,19 @@ class Comparison:
             if len(rows) > shown:
                 detail += f" and {len(rows) - shown} more"
             parts.append(f"{len(rows)} {verdict}" + (f" ({detail})" if detail else ""))
-        parts.append(f"{len(self.by_verdict('inconclusive'))} inconclusive")
+        within = sum(r.within_noise for r in self.rows)
+        parts.append(f"{len(self.by_verdict('inconclusive'))} inconclusive"
+                     + (f" ({within} within run-to-run noise)" if within else ""))
         excluded = len(self.by_verdict("excluded"))
         line = ", ".join(parts) + (f"; {excluded} excluded (check failed or invalid)" if excluded else "")
-        if self.geomean is not None:
+        every = self.geomean_all
+        every_text = "" if every is None else f"all ratios {every.ratio:.3f}× [{every.low:.3f}–{every.high:.3f}]"
+        if self.geomean is not None and any(r.survives_noise() for r in self.rows):
             g = self.geomean
-            line += f"; geometric mean speed-up {g.ratio:.3f}× [{g.low:.3f}–{g.high:.3f}]"
+            line += (f"; geometric mean speed-up {g.ratio:.3f}× [{g.low:.3f}–{g.high:.3f}] counting only changes "
+                     f"beyond run-to-run noise ({every_text})")
+        elif every is not None:
+            line += f"; no change beyond run-to-run noise: geometric mean speed-up 1.000× ({every_text})"
         return line + ("" if self.same_machine else f" — {self.scope}")
 
     def to_dict(self) -> dict:
@@ -257,7 +298,8 @@ class Comparison:
             "b": {"run_id": self.b.run_id, "source": self.b.source, "hostname": self.b.hostname},
             "same_machine": self.same_machine, "same_within": self.same_within, "alpha": self.alpha,
             "counts": self.counts(), "summary": self.summary_line(),
-            "geometric_mean_speedup": None if g is None else {"ratio": g.ratio, "ci_low": g.low, "ci_high": g.high},
+            "geometric_mean_speedup": _ci_dict(g), "geometric_mean_speedup_all_ratios": _ci_dict(self.geomean_all),
+            "noise": run_noise.summary([r.noise for r in self.rows if r.noise is not None]),
             "rows": [r.to_dict() for r in self.rows],
             "only_in_a": [s.to_dict() for s in self.only_a], "only_in_b": [s.to_dict() for s in self.only_b],
             "metadata_differences": [d.to_dict() for d in self.differences],
@@ -269,14 +311,37 @@ class Comparison:
         return comparison_html(self)
 
 
-def compare_runs(a: RunData, b: RunData, *, same_within: float = SAME_WITHIN, alpha: float = ALPHA) -> Comparison:
-    """Compare run B (candidate) with run A (baseline), spec by spec."""
+def _ci_dict(ci: stats.RatioCI | None) -> dict | None:
+    return None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high}
+
+
+def compare_runs(a: RunData, b: RunData, *, same_within: float = SAME_WITHIN, alpha: float = ALPHA,
+                 history: Mapping[str, list[float]] | None = None) -> Comparison:
+    """Compare run B (candidate) with run A (baseline), spec by spec.
+
+    `history`: spec key -> its medians in earlier runs of this machine (run B excluded), for the
+    noise bands; by default read from the database run B came from, when both runs are of one machine.
+    """
     if not 0 < same_within < 1:
         raise ValueError(f"same_within must be within (0, 1), got {same_within}")
     pairs, only_a, only_b = match_specs(list(a.measurements), list(b.measurements))
-    rows = [compare_measurements(ma, mb, same_within=same_within, alpha=alpha, note=note) for ma, mb, note in pairs]
     devices = {ma.spec.device for ma, _, _ in pairs}
+    differences, same_machine = tuple(metadata.differences(a, b, devices)), metadata.same_machine(a, b)
+    if history is None:
+        history = _stored_history(a, b, [ma.spec.key for ma, _, _ in pairs]) if same_machine else {}
+    bands = run_noise.bands([(ma, mb) for ma, mb, _ in pairs], history,
+                            shift_is_noise=same_machine and not differences)
+    rows = [compare_measurements(ma, mb, same_within=same_within, alpha=alpha, note=note,
+                                 noise=bands.get(ma.spec.key)) for ma, mb, note in pairs]
     return Comparison(a=a, b=b, rows=tuple(rows), only_a=tuple(only_a), only_b=tuple(only_b),
-                      differences=tuple(metadata.differences(a, b, devices)),
-                      same_machine=metadata.same_machine(a, b), geomean=geometric_mean(rows),
-                      same_within=same_within, alpha=alpha)
+                      differences=differences, same_machine=same_machine, geomean=geometric_mean(rows),
+                      same_within=same_within, alpha=alpha,
+                      geomean_all=geometric_mean(rows, beyond_noise_only=False))
+
+
+def _stored_history(a: RunData, b: RunData, spec_keys: list[str]) -> dict[str, list[float]]:
+    """From the results database run B was read from (none for a run read from a file)."""
+    if not run_noise.is_database(b.source):
+        return {}
+    return run_noise.stored_history(b.source, a.hostname, spec_keys, candidate_run_id=b.run_id,
+                                    started_until=b.started_at)

@@ -49,15 +49,16 @@ def comparison_html(comparison: "Comparison") -> str:
     c = comparison
     rows = [(escape(r.label), escape(format_seconds(r.median_a_s)), escape(format_seconds(r.median_b_s)),
              _ratio(r.speedup), escape("—" if r.p_value is None else f"{r.p_value:.2g}"),
-             _verdict(r.verdict), escape(r.note)) for r in c.rows]
+             escape("—" if r.noise is None else r.noise.short()), _verdict(r.verdict), escape(r.note)) for r in c.rows]
     parts = [f"<p><b>Run {escape(c.b.run_id)}</b> against baseline <b>{escape(c.a.run_id)}</b> — "
              f"{escape(c.scope)}</p>",
              f"<p>{escape(c.summary_line())}</p>",
-             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "verdict", "note"),
+             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "run-to-run noise", "verdict", "note"),
                     rows, right=(1, 2, 3, 4)),
              f'<p style="color:#57606a">speed-up = time in A / time in B (&gt; 1: B faster); "same" only when '
-             f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1 "
-             f"and the rank test p &lt; {c.alpha:g}.</p>"]
+             f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1, "
+             f"the rank test p &lt; {c.alpha:g} and the interval outside the run-to-run noise band.</p>",
+             f'<p style="color:#57606a">Run-to-run noise: {escape(c.noise_text())}</p>']
     if c.differences:
         parts.append("<p><b>Recorded differences between the runs</b></p>" + _table(
             ("field", "A", "B"), ((escape(d.field), escape(d.a), escape(d.b)) for d in c.differences)))

@@ -35,16 +35,20 @@ def render_comparison(c: Comparison, console: Console) -> None:
     console.print(f"[bold]B[/] (candidate) {escape(c.b.label)} from {escape(c.b.source)}")
     console.print(("" if c.same_machine else "[bold yellow]") + escape(c.scope) + ("" if c.same_machine else "[/]"))
     table = _table("", [("spec", "left"), ("median A", "right"), ("median B", "right"),
-                        ("speed-up A/B [95% CI]", "right"), ("p", "right"), ("verdict", "left"), ("note", "left")])
+                        ("speed-up A/B [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
+                        ("note", "left")])
     for r in c.rows:
         ci = r.speedup
         table.add_row(escape(r.label), format_seconds(r.median_a_s), format_seconds(r.median_b_s),
                       "—" if ci is None else f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]",
-                      "—" if r.p_value is None else f"{r.p_value:.2g}", _styled(r.verdict), escape(r.note))
+                      "—" if r.p_value is None else f"{r.p_value:.2g}", "—" if r.noise is None else r.noise.short(),
+                      _styled(r.verdict), escape(r.note))
     console.print(table)
     console.print(f"[dim]speed-up = time in A / time in B (> 1: B faster), bootstrap 95% interval of the ratio of "
-                  f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: interval excludes 1 "
-                  f"and Mann–Whitney p < {c.alpha:g}; only results whose check passed count.[/]")
+                  f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: beyond ±{c.same_within:.0%}, "
+                  f"Mann–Whitney p < {c.alpha:g} and the interval outside the spec's run-to-run noise band "
+                  f"(what identical runs on this machine show); only results whose check passed count.[/]")
+    console.print(f"Run-to-run noise: {escape(c.noise_text())}")
     _render_differences(c, console)
     for title, specs in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         if specs:

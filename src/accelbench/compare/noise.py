@@ -1,0 +1,186 @@
+"""How far a spec's median moves between identical runs on one machine: the run-to-run noise band.
+
+A within-run interval says how well one run pinned its median down, not how much the next run of
+the same code will differ (placement, clocks, neighbours, memory layout): two identical runs on a
+shared machine can differ by 2× with p-values of 1e-18. A faster/slower verdict therefore needs the
+interval of the ratio to lie wholly outside ±band around 1, where the band comes from, in order:
+
+* history: the spec's medians in the earlier stored runs of the same host (at least
+  MIN_HISTORY_RUNS of them, run A included, run B never): band = Z·√2·σ, σ a robust spread
+  (1.4826·MAD) of their log medians, √2 because a change is the difference of two runs; floor
+  HISTORY_FLOOR, since history can prove a spread smaller than the pair floor;
+* pair: the two runs themselves: the log ratios of all specs of the pair with the same workload and
+  backend@device (else the same device, else all specs: at least MIN_GROUP_SPECS):
+  band = |median| + Z·1.4826·MAD. The median is the common shift: if everything moved by 1.2×
+  with nothing recorded to explain it, a 1.2× change is not a finding for any one spec. When the
+  runs differ in machine or recorded settings, that shift may be the finding, so only the scatter
+  counts. Floor PAIR_FLOOR;
+* floor: too few specs and too little history to estimate: ±PAIR_FLOOR.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from accelbench.results import Measurement
+from accelbench.timing import stats
+
+# 99.7% of identical-run changes lie within the band (normal model): a pair compares tens of specs,
+# so at 95% most A/A pairs would still show a false change somewhere
+Z = 3.0
+ROBUST_SIGMA = 1.4826    # MAD × this estimates σ of a normal distribution
+PAIR_FLOOR = 0.05        # a band estimated from two runs, or none, is never under ±5%
+HISTORY_FLOOR = 0.01     # history may prove a smaller spread; no claim finer than ±1%
+MIN_HISTORY_RUNS = 4
+MIN_GROUP_SPECS = 4
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    """A ratio within [1/(1+fraction), 1+fraction] is what identical runs show for this spec."""
+
+    fraction: float
+    source: str            # "history" | "pair" | "floor"
+    runs: int              # runs the estimate comes from
+    specs: int = 1         # specs it comes from (pair: the group's size)
+    estimate: float | None = None   # the estimate before the floor (None: no estimate)
+    detail: str = ""
+
+    def clears(self, ci: stats.RatioCI) -> bool:
+        """The whole interval lies outside the band: a change larger than identical runs show."""
+        return ci.low > 1 + self.fraction or ci.high < 1 / (1 + self.fraction)
+
+    def text(self) -> str:
+        """"±6.1%, history: 7 runs" / "±5.0%, pair: 8 specs of 2 runs (estimate ±2.3%, floor 5%)"."""
+        if self.source == "history":
+            where = f"history: {self.runs} runs of this spec"
+        elif self.source == "pair":
+            where = f"pair: {self.specs} specs of these 2 runs"
+        else:
+            where = "floor: too few specs and runs to estimate"
+        floored = "" if self.estimate is None or self.estimate >= self.fraction else (
+            f", estimate ±{self.estimate:.1%} raised to the floor")
+        return f"±{self.fraction:.1%}, {where}{floored}"
+
+    def short(self) -> str:
+        """For a table cell: "±4.2% history (6 runs)", "±44.4% pair (8 specs)", "±5.0% floor"."""
+        how = {"history": f"history ({self.runs} runs)", "pair": f"pair ({self.specs} specs)"}.get(self.source, "floor")
+        return f"±{self.fraction:.1%} {how}"
+
+    def to_dict(self) -> dict:
+        return {"band": self.fraction, "source": self.source, "runs": self.runs, "specs": self.specs,
+                "estimate": self.estimate, "detail": self.detail, "text": self.text()}
+
+
+def _mad(values: list[float], centre: float) -> float:
+    return stats.median([abs(v - centre) for v in values])
+
+
+def history_band(medians_s: list[float]) -> NoiseBand | None:
+    """From a spec's medians in earlier runs of this host; None with fewer than MIN_HISTORY_RUNS."""
+    logs = [math.log(m) for m in medians_s if m > 0]
+    if len(logs) < MIN_HISTORY_RUNS:
+        return None
+    sigma = ROBUST_SIGMA * _mad(logs, stats.median(logs))
+    estimate = math.expm1(Z * math.sqrt(2) * sigma)
+    return NoiseBand(max(HISTORY_FLOOR, estimate), "history", len(logs), estimate=estimate,
+                     detail=f"robust spread of its medians ±{math.expm1(sigma):.1%} per run")
+
+
+def pair_band(log_ratios: list[float], group: str, *, shift_is_noise: bool) -> NoiseBand:
+    """From the log speed-ups of a group of specs of the two runs being compared."""
+    centre = stats.median(log_ratios)
+    scatter = ROBUST_SIGMA * _mad(log_ratios, centre)
+    estimate = math.expm1((abs(centre) if shift_is_noise else 0.0) + Z * scatter)
+    shift = (f"common shift {math.exp(centre):.3f}× counted as noise" if shift_is_noise else
+             f"common shift {math.exp(centre):.3f}× not counted (the runs differ in recorded settings or machine)")
+    return NoiseBand(max(PAIR_FLOOR, estimate), "pair", 2, specs=len(log_ratios), estimate=estimate,
+                     detail=f"{len(log_ratios)} specs of {group}: {shift}, robust scatter ±{math.expm1(scatter):.1%}")
+
+
+FLOOR_ONLY = NoiseBand(PAIR_FLOOR, "floor", 2, specs=0, detail=f"fewer than {MIN_GROUP_SPECS} comparable specs")
+
+
+def _groups(m: Measurement) -> tuple[tuple[str, str], ...]:
+    """The groups a spec's pair estimate may come from, narrowest first."""
+    s = m.spec
+    return (((s.workload, s.backend, s.device), f"{s.workload} {s.backend}@{s.device}"),
+            ((s.device,), f"device {s.device}"), ((), "the whole pair"))
+
+
+def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str, list[float]], *,
+          shift_is_noise: bool) -> dict[str, NoiseBand]:
+    """A's spec key -> its noise band, for every pair whose results are both usable (not invalid)."""
+    usable = [(a, b) for a, b in pairs if a.valid and b.valid and a.samples_s and b.samples_s
+              and stats.median(a.samples_s) > 0 and stats.median(b.samples_s) > 0]
+    log_ratio = {a.spec.key: math.log(stats.median(a.samples_s) / stats.median(b.samples_s)) for a, b in usable}
+    members: dict[tuple, list[float]] = {}
+    for a, _ in usable:
+        for key, _label in _groups(a):
+            members.setdefault(key, []).append(log_ratio[a.spec.key])
+    found: dict[str, NoiseBand] = {}
+    for a, _ in usable:
+        from_history = history_band(history.get(a.spec.key, []))
+        if from_history is not None:
+            found[a.spec.key] = from_history
+            continue
+        found[a.spec.key] = next((pair_band(members[key], label, shift_is_noise=shift_is_noise)
+                                  for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
+    return found
+
+
+def stored_history(db: str | None, hostname: str, spec_keys: Iterable[str], *, candidate_run_id: str,
+                   started_until: str) -> dict[str, list[float]]:
+    """Each spec's medians in the earlier runs of `hostname` stored in `db` ({} when there is no
+    database or the candidate's start time is unknown): run B itself never counts."""
+    from accelbench.errors import UsageError
+    from accelbench.store.db import Store
+    from accelbench.store.history import spec_medians
+    from accelbench.store.opening import NoDatabaseError
+
+    if not hostname or not started_until:
+        return {}
+    try:
+        with Store(db, create=False) as store:
+            return spec_medians(store, hostname, spec_keys, started_until=started_until,
+                                exclude_run_ids=(candidate_run_id,))
+    except (NoDatabaseError, UsageError):
+        return {}
+
+
+def is_database(path: str) -> bool:
+    """An SQLite file (a run read from the results database, not from an exported JSON file)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _span(values: list[float], fmt: str) -> str:
+    low, high = min(values), max(values)
+    return format(low, fmt) if low == high else f"{format(low, fmt)}–{format(high, fmt)}"
+
+
+def summary(bands_used: list[NoiseBand]) -> dict:
+    """Which estimates the comparison used, how many specs each, from how many runs; with a text."""
+    if not bands_used:
+        return {"text": "no spec compared: no run-to-run noise band", "sources": {}}
+    by_source = {s: [b for b in bands_used if b.source == s] for s in ("history", "pair", "floor")}
+    parts = []
+    if by_source["history"]:
+        found = by_source["history"]
+        parts.append(f"{len(found)} spec(s) from their stored history ({_span([b.runs for b in found], 'd')} runs each)")
+    if by_source["pair"]:
+        found = by_source["pair"]
+        parts.append(f"{len(found)} from the log ratios of these 2 runs ({_span([b.specs for b in found], 'd')} "
+                     "specs per group, robust median and MAD)")
+    if by_source["floor"]:
+        parts.append(f"{len(by_source['floor'])} at the floor (too few specs to estimate)")
+    floors = f"floor ±{PAIR_FLOOR:.0%} (±{HISTORY_FLOOR:.0%} where history proves less)"
+    text = (f"run-to-run noise band ±{_span([b.fraction * 100 for b in bands_used], '.1f')}%: "
+            + "; ".join(parts) + f"; {floors}")
+    return {"text": text, "sources": {s: len(found) for s, found in by_source.items() if found},
+            "band_min": min(b.fraction for b in bands_used), "band_max": max(b.fraction for b in bands_used),
+            "pair_floor": PAIR_FLOOR, "history_floor": HISTORY_FLOOR, "min_history_runs": MIN_HISTORY_RUNS}
