@@ -143,7 +143,6 @@ def main() -> int:
             reached[name].append(met)
             print(f"round {round_index + 1} {name:<22} median {stats.median(samples) * 1e3:8.2f} ms  "
                   f"n={len(samples):4d}  wall {walls[name][-1]:6.1f} s  ±1% reached: {met}", flush=True)
-    reference = statistics.median(medians["hand loop"])
     # the rounds interleave the methods, so a round's ratio compares them under the same conditions
     paired = {name: [m / h for m, h in zip(medians[name], medians["hand loop"])] for name in methods}
     print(f"\nmatmul n={args.n} float32, torch {torch.__version__}, {torch.get_num_threads()} threads")
