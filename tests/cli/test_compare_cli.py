@@ -8,6 +8,8 @@ import pytest
 from accelbench.backends.numpy_backend import NumpyBackend
 from accelbench.cli.main import main
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 SLOW_N = 128
 SUITE = ["run", "matmul", "--sizes", f"64,{SLOW_N},192", "--dtype", "float32,float64", "--backend", "numpy",
          "--rigor", "quick", "--no-progress"]

@@ -15,6 +15,8 @@ from accelbench.store.db import Store
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 from test_dishonest_backends import CachingByIdentity  # noqa: E402
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 ARGS = ["matmul", "--sizes", "1200", "--dtype", "float64", "--rigor", "quick", "--no-progress", "--no-telemetry"]
 
 

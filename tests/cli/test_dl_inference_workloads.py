@@ -24,6 +24,8 @@ from accelbench.workloads.dl import augment, ddp, vgg  # noqa: E402
 from accelbench.workloads.dl.augment import Augment  # noqa: E402
 from accelbench.workloads.dl.ddp import DDP  # noqa: E402
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 RUN = ["run", "--backend", "torch", "--device", "cpu", "--rigor", "quick", "--no-progress"]
 
 

@@ -1,9 +1,12 @@
+import pytest
 """After a run, `accelbench info` shows the measured ceilings next to formula and table figures."""
 import json
 import os
 import sqlite3
 
 from accelbench.cli.main import main
+
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
 
 
 def _valid_workloads() -> set[str]:

@@ -22,6 +22,8 @@ from accelbench.results import Check, Measurement, Skip, Spec, Work
 from accelbench.runner.session import load_backends
 from accelbench.store.db import Store, new_run_id, utc_now_iso
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 CHROMIUM = Path("/usr/bin/chromium")
 EVIL = "<script>document.title='pwned'</script>"
 EVIL_ESCAPED_IN_DOM = "&lt;script&gt;document.title='pwned'&lt;/script&gt;"

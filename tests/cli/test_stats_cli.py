@@ -9,6 +9,8 @@ from accelbench.cli.main import main
 from accelbench.store.db import Store
 from accelbench.workloads.stats.rng import NumpyRandom
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 QUICK = ["--rigor", "quick", "--no-progress"]
 
 

@@ -22,6 +22,8 @@ if torch.version.cuda is not None or getattr(torch.version, "hip", None):
 
 from recorded_gpus import SM_50_TO_90, fake_cuda_torch, nvml_devices  # noqa: E402
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 CPU_ONLY = (f"2 × Tesla K40m (cuda:0, cuda:1) found, not measured: torch {torch.__version__} is a CPU-only "
             "build: install a CUDA build of torch (https://pytorch.org/get-started/locally/)")
 TOO_OLD = ("2 × Tesla K40m (cuda:0, cuda:1) found, not measured: compute capability 3.0 is below what the "

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 PLUGIN = '''
 """y = a·x + y on any backend with an array namespace, checked against float64 on the host."""
 import numpy as np
@@ -23,6 +25,7 @@ import numpy as np
 from accelbench.results import Check, Work
 from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
+
 
 
 class Axpy(Workload):

@@ -47,7 +47,7 @@ def _slurm_problem() -> str | None:
 
 
 SLURM_PROBLEM = _slurm_problem()  # asked once: each question may cost sinfo's timeout
-pytestmark = pytest.mark.skipif(SLURM_PROBLEM is not None, reason=str(SLURM_PROBLEM))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(SLURM_PROBLEM is not None, reason=str(SLURM_PROBLEM))]
 
 
 def accelbench(*args: str, timeout_s: float = 240) -> subprocess.CompletedProcess:

@@ -79,7 +79,8 @@ def test_under_load_the_interval_holds_the_cost_or_the_result_says_why(tmp_path,
             print(summary)
             assert holds_cost(m) or explained(m), summary
             if "not_measurable" not in compute:  # the competitors are seen: each spins a core's worth
-                assert compute["others_cores"] >= 0.5 * min(competitors, compute["cores"]), summary
+                # (each competitor spins a core, but shares it with us: at least 40% of a core each)
+                assert compute["others_cores"] >= 0.4 * min(competitors, compute["cores"]), summary
 
 
 def test_a_quiet_measurement_is_flagged_only_with_the_figures_that_justify_it(tmp_path):

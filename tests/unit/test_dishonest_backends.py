@@ -202,6 +202,7 @@ def test_a_stale_output_buffer_fails_the_check_on_a_memory_workload_too():
     _assert_counts_nowhere(m, "check failed")
 
 
+@pytest.mark.slow
 def test_the_honest_numpy_backend_stays_valid_on_every_core_workload():
     from accelbench.devices.inventory import collect_inventory
 
@@ -223,6 +224,7 @@ def test_placement_is_read_from_the_array_not_from_the_backend():
     assert m.check.device_seen == "cpu"
 
 
+@pytest.mark.slow
 def test_a_synchronize_that_does_not_wait_is_refused_for_timing():
     clock = FakeClock()
     backend = NoOpSync(clock, kernel_s=2e-3, asynchronous=True, device="cpu")

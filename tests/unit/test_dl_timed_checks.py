@@ -21,6 +21,8 @@ from accelbench.timing.rigor import RIGORS  # noqa: E402
 from accelbench.workloads.dl import augment, ddp_worker, training, vgg_infer  # noqa: E402
 from accelbench.workloads.dl.mlp import MLP  # noqa: E402
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 VGG = {"batch": 1, "dtype": "float32", "layout": "contiguous", "image_px": 32, "depth": 19}
 AUGMENT = {"batch": 2, "image_px": 32, "where": "device", "dtype": "float32"}
 MLP_PARAMS = {"batch": 128, "dtype": "float32", "epochs": 1, "target_accuracy": 0.95, "train_until": "target"}

@@ -28,6 +28,8 @@ from accelbench.runner.speedups import CPU_ALL_CORES, paired_ratio_ci, unpaired_
 from accelbench.store.db import Store
 from accelbench.timing import checkpoint
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 
 def _work(units: int) -> None:
     x = 1.0

@@ -16,6 +16,8 @@ from accelbench.store.db import Store
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.registry import register_workload, unregister_workload
 
+pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
+
 LIMIT_S = 3.0  # long enough for a quick torch spec on a loaded 2-core machine
 # the limit, the grace the checkpoints get, and room for a loaded machine
 ENDED_WITHIN_S = LIMIT_S + deadline.GRACE_S + 20
