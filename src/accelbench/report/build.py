@@ -23,6 +23,13 @@ def run_findings(run: RunData):
 
 
 def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap():  # the loaded runs stay alive throughout: the collector need not walk them
+        return _write_report(runs, output_dir)
+
+
+def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
     from accelbench.report.figures import make_figures
     from accelbench.report.html import render_page
 
@@ -48,4 +55,8 @@ def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
 
 
 def build_report(store, refs: list[str], output_dir: str | Path) -> ReportFiles:
-    return write_report(load_runs(store, refs or ["latest"]), output_dir)
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap(collect=False):  # reading back makes tens of thousands of objects, no cycles
+        runs = load_runs(store, refs or ["latest"])
+    return write_report(runs, output_dir)
