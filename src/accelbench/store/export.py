@@ -84,18 +84,10 @@ def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = Non
         validate_document(doc)
     except UsageError as exc:
         raise UsageError(f"{source}: {exc}" if source else str(exc)) from None
+    from accelbench.store.import_file import run_records
+
     # one transaction for the whole document: an interrupted or failed import stores nothing
-    return store.restore_runs(_run_records(doc["runs"], tags))
-
-
-def _run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None):
-    for run in runs:  # converted one run at a time, as restore_runs stores them
-        yield {"run_id": run["id"], "started_at": run["started_at"], "finished_at": run.get("finished_at"),
-               "status": run["status"], "accelbench_version": run["accelbench_version"],
-               "selection": run.get("selection", {}), "machine": run["machine"],
-               "tags": {**run.get("tags", {}), **dict(tags or {})},
-               "results": [Measurement.from_dict(r) for r in run["results"]],
-               "skips": [skip_from_dict(s) for s in run.get("skips", [])]}
+    return store.restore_runs(run_records(doc["runs"], tags, phases=None))
 
 
 # -- files --------------------------------------------------------------------------------
