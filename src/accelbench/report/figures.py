@@ -24,7 +24,7 @@ DPI = 100
 # Beyond this many orders one bar per order is too thin to read and slow to lay out (every bar
 # and tick label is measured): the figure draws lines over every order instead.
 MAX_BAR_GROUPS = 12
-MAX_LABELLED_TICKS = 8
+MAX_LABELLED_TICKS = 6
 OUTSIDE_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}  # a legend beside its axes
 
 
@@ -176,8 +176,15 @@ def spread_ticks(sizes: list[float], count: int = MAX_LABELLED_TICKS) -> list[fl
     if len(sizes) <= count:
         return list(sizes)
     low, high = math.log(sizes[0]), math.log(sizes[-1])
-    wanted = [low + (high - low) * k / (count - 1) for k in range(count)]
-    return sorted({min(sizes, key=lambda n: abs(math.log(n) - w)) for w in wanted})
+    step = (high - low) / (count - 1)
+    picked = sorted({min(sizes, key=lambda n: abs(math.log(n) - (low + step * k))) for k in range(count)})
+    kept = [picked[0]]
+    for n in picked[1:]:  # labels much closer than a step would overlap
+        if math.log(n) - math.log(kept[-1]) >= step * 0.75:
+            kept.append(n)
+        elif n == picked[-1]:
+            kept[-1] = n
+    return kept
 
 
 # -- (2) speed-up against problem size ----------------------------------------------------------
@@ -329,8 +336,13 @@ def _draw_split(ax, rows: list[Row], dtype: str) -> dict[float, float]:
     return _transfer_shares(rows, phases, totals)
 
 
-def make_figures(run: RunData) -> list[FigureResult]:
-    """Every figure of a run's report, present or with its note, in reading order."""
+def figure_builders():
+    """The functions that draw a run's figures, in reading order."""
     from accelbench.report.roofline import precision_speed, roofline
 
-    return [time_per_size(run), speedup_vs_size(run), time_split(run), roofline(run), precision_speed(run)]
+    return [time_per_size, speedup_vs_size, time_split, roofline, precision_speed]
+
+
+def make_figures(run: RunData) -> list[FigureResult]:
+    """Every figure of a run's report, present or with its note, in reading order."""
+    return [build(run) for build in figure_builders()]
