@@ -67,15 +67,15 @@ def to_png(fig) -> bytes:
 
 
 def _fewer_minor_ticks(ax) -> None:
-    """Unlabelled minor ticks at 2 and 5 of each decade, not 2..9, where a log axis spans more than a
-    decade (no minor tick is labelled there): each tick is several artists to lay out and draw, and
-    the default eight per decade cost more than all the data of a figure."""
-    from matplotlib.ticker import LogLocator
+    """Unlabelled minor ticks only at 2 and 5 of each decade where a log axis spans one or two
+    decades, and none beyond (no minor tick is labelled there): each tick is several artists to lay
+    out and draw, and the default eight per decade cost more than all the data of a figure."""
+    from matplotlib.ticker import LogLocator, NullLocator
 
     for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         low, high = sorted(limits)
         if axis.get_scale() == "log" and low > 0 and high / low > 10:
-            axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+            axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)) if high / low <= 100 else NullLocator())
 
 
 def colours(labels) -> dict[str, Any]:
@@ -271,8 +271,8 @@ def time_split(run: RunData) -> FigureResult:
     shares, as_areas = {}, False
     for ax, (dtype, label, rows) in zip(axes, panels):
         if len(rows) > MAX_BAR_GROUPS:
+            shares[f"{label} {dtype}"] = _draw_split_areas(ax, rows, dtype, legend=not as_areas)
             as_areas = True
-            shares[f"{label} {dtype}"] = _draw_split_areas(ax, rows, dtype)
             ax.set_title(f"{label}, {dtype}: share of the summed phase times")
         else:
             shares[f"{label} {dtype}"] = _draw_split(ax, rows, dtype)
@@ -297,8 +297,9 @@ def _transfer_shares(rows: list[Row], phases, totals) -> dict[float, float]:
             for i, r in enumerate(rows)}
 
 
-def _draw_split_areas(ax, rows: list[Row], dtype: str) -> dict[float, float]:
-    """The bars' percentages as one stacked area per phase over every order (log x)."""
+def _draw_split_areas(ax, rows: list[Row], dtype: str, legend: bool) -> dict[float, float]:
+    """The bars' percentages as one stacked area per phase over every order (log x); the phase
+    legend, the same in every panel, on the first only."""
     from matplotlib.ticker import NullFormatter
 
     sizes = [size_of(r.spec) for r in rows]
@@ -313,7 +314,8 @@ def _draw_split_areas(ax, rows: list[Row], dtype: str) -> dict[float, float]:
     ax.set_ylim(0, 100)
     ax.set_xlabel("matrix order n (memory for A, B and C)")
     ax.set_ylabel("share of time (%)")
-    ax.legend(fontsize="small", **OUTSIDE_RIGHT)
+    if legend:
+        ax.legend(fontsize="small", **OUTSIDE_RIGHT)
     return _transfer_shares(rows, phases, totals)
 
 
