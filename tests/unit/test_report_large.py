@@ -2,6 +2,11 @@
 and drawing them on several cores gives the same figures as drawing them here."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("matplotlib", reason="figures need matplotlib: pip install accelbench[plot]")
@@ -54,13 +59,32 @@ def test_roofline_places_every_point_of_a_large_run():
     assert len(result.facts["cuda:0"]["points"]) == len(ms)  # each in the table under the figure
 
 
-def test_figures_drawn_by_workers_equal_those_drawn_here(monkeypatch):
-    runs = [run_data(break_even_measurements()), run_data(break_even_measurements(dtype="float64"))]
-    here = [figures.make_figures(run) for run in runs]
-    monkeypatch.setattr(drawing, "PARALLEL_FROM_RESULTS", 0)
-    monkeypatch.setattr(drawing, "usable_cores", lambda: 2)
-    called = []
-    drawn = drawing.draw_all(runs, meanwhile=lambda: called.append(True))
-    assert called == [True]
-    assert [[(f.name, f.png, f.facts, f.caption, f.note) for f in run] for run in drawn] == \
-        [[(f.name, f.png, f.facts, f.caption, f.note) for f in run] for run in here]
+WORKERS_CHILD = """
+import sys
+from synthetic_runs import break_even_measurements, run_data
+from accelbench.report import drawing, figures
+runs = [run_data(break_even_measurements()), run_data(break_even_measurements(dtype="float64"))]
+here = [figures.make_figures(run) for run in runs]
+drawing.PARALLEL_FROM_RESULTS, drawing.usable_cores = 0, lambda: 2
+assert drawing.fork_is_safe(), "this child loads no threaded framework"
+called = []
+drawn = drawing.draw_all(runs, meanwhile=lambda: called.append(True))
+assert called == [True]
+summary = lambda rs: [[(f.name, f.png, f.facts, f.caption, f.note) for f in run] for run in rs]
+assert summary(drawn) == summary(here)
+print("equal")
+"""
+
+
+def test_figures_drawn_by_workers_equal_those_drawn_here():
+    # in a fresh interpreter: this test process may have loaded jax or torch, and then never forks
+    here = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), *sys.path]), "MPLBACKEND": "Agg"}
+    out = subprocess.run([sys.executable, "-c", WORKERS_CHILD], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "equal", out.stderr
+
+
+def test_no_workers_in_a_process_that_loaded_a_threaded_framework(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", object())
+    assert not drawing.fork_is_safe()

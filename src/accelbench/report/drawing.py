@@ -2,13 +2,15 @@
 
 matplotlib draws one figure on one core, and a report over thousands of results has dozens of
 figures. Where the system forks (Linux), worker processes inherit the loaded runs (nothing is
-copied or pickled on the way in) and send back each figure's PNG and facts; elsewhere, or for a
-small report, the figures are drawn here, one after another. Either way the figures are the same.
+copied or pickled on the way in) and send back each figure's PNG and facts; elsewhere, in a
+process that has loaded a threaded framework (torch, jax), or for a small report, the figures are
+drawn here, one after another. Either way the figures are the same.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -28,6 +30,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+# frameworks that run native threads: forking a process that loaded one may deadlock the child
+THREADED_FRAMEWORKS = ("torch", "jax", "tensorflow", "cupy")
+
+
+def fork_is_safe() -> bool:
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and not any(name in sys.modules for name in THREADED_FRAMEWORKS))
+
+
 def _draw(run_index: int, builder_index: int) -> FigureResult:
     return figure_builders()[builder_index](_RUNS[run_index])
 
@@ -36,7 +47,7 @@ def draw_all(runs: list[RunData], meanwhile: Callable[[], None] = lambda: None) 
     """Every run's figures, in make_figures' order; `meanwhile` runs here while workers draw."""
     workers = min(usable_cores(), MAX_WORKERS)
     results = sum(len(run.measurements) for run in runs)
-    if workers < 2 or results < PARALLEL_FROM_RESULTS or "fork" not in multiprocessing.get_all_start_methods():
+    if workers < 2 or results < PARALLEL_FROM_RESULTS or not fork_is_safe():
         drawn = [[build(run) for build in figure_builders()] for run in runs]
         meanwhile()
         return drawn
