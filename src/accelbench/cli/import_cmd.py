@@ -25,13 +25,13 @@ def parse_tags(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from accelbench.store.db import Store
-    from accelbench.store.export import import_document, read_json
+    from accelbench.store.import_file import import_file
     from accelbench.terminal import printable
 
     tags = parse_tags(args.tag)
     with Store(args.db) as store:
-        for path in args.files:
-            added = import_document(store, read_json(path), tags=tags or None, source=path)
+        for path in args.files:  # each file in one transaction: all of its runs, or none
+            added = import_file(store, path, tags=tags or None)
             print(printable(f"{path}: {len(added)} run(s) imported" + (f" ({', '.join(added)})" if added else
                                                                       " (already present)")))
     return 0

@@ -23,15 +23,23 @@ def run_findings(run: RunData):
 
 
 def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
-    from accelbench.report.figures import make_figures
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap():  # the loaded runs stay alive throughout: the collector need not walk them
+        return _write_report(runs, output_dir)
+
+
+def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
+    from accelbench.report.drawing import draw_all
     from accelbench.report.html import render_page
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out / HTML_NAME, run_ids=[r.run_id for r in runs])
+    found = []
+    drawn = draw_all(runs, meanwhile=lambda: found.extend(run_findings(run) for run in runs))
     sections = []
-    for run in runs:
-        figures = make_figures(run)
+    for run, figures, run_found in zip(runs, drawn, found):
         names = {}
         for figure in figures:
             if not figure.present:
@@ -42,10 +50,14 @@ def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
             (out / name).write_bytes(figure.png)
             files.png_paths.append(out / name)
             names[figure.name] = name
-        sections.append((run, figures, run_findings(run), names))
+        sections.append((run, figures, run_found, names))
     files.html_path.write_text(render_page(sections), encoding="utf-8")
     return files
 
 
 def build_report(store, refs: list[str], output_dir: str | Path) -> ReportFiles:
-    return write_report(load_runs(store, refs or ["latest"]), output_dir)
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap(collect=False):  # reading back makes tens of thousands of objects, no cycles
+        runs = load_runs(store, refs or ["latest"])
+    return write_report(runs, output_dir)

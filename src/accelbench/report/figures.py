@@ -21,6 +21,11 @@ PHASE_COLOURS = {"to_device": "#d95f02", "compute": "#1b9e77", "to_host": "#7570
 PANEL_HEIGHT_IN = 3.8
 WIDTH_IN = 9.5
 DPI = 100
+# Beyond this many orders one bar per order is too thin to read and slow to lay out (every bar
+# and tick label is measured): the figure draws lines over every order instead.
+MAX_BAR_GROUPS = 12
+MAX_LABELLED_TICKS = 6
+OUTSIDE_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}  # a legend beside its axes
 
 
 @dataclass
@@ -39,20 +44,38 @@ class FigureResult:
 
 def new_figure(panels: int, width_in: float = WIDTH_IN, height_in: float = PANEL_HEIGHT_IN, columns: int = 1):
     """A Figure not tied to pyplot (no global state, no display), with `panels` axes."""
+    from matplotlib import rc_context
     from matplotlib.figure import Figure
 
     rows = math.ceil(panels / columns)
     fig = Figure(figsize=(width_in, height_in * rows), layout="constrained")
-    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    # titles at a fixed height: no axes here has labels on top, and the automatic placement
+    # measures every tick label of the panel again at each draw
+    with rc_context({"axes.titley": 1.0}):
+        axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for extra in axes[panels:]:
         extra.set_visible(False)
     return fig, list(axes[:panels])
 
 
 def to_png(fig) -> bytes:
+    for ax in fig.axes:
+        _fewer_minor_ticks(ax)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     return buffer.getvalue()
+
+
+def _fewer_minor_ticks(ax) -> None:
+    """Unlabelled minor ticks only at 2 and 5 of each decade where a log axis spans one or two
+    decades, and none beyond (no minor tick is labelled there): each tick is several artists to lay
+    out and draw, and the default eight per decade cost more than all the data of a figure."""
+    from matplotlib.ticker import LogLocator, NullLocator
+
+    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        low, high = sorted(limits)
+        if axis.get_scale() == "log" and low > 0 and high / low > 10:
+            axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)) if high / low <= 100 else NullLocator())
 
 
 def colours(labels) -> dict[str, Any]:
@@ -93,24 +116,75 @@ def time_per_size(run: RunData) -> FigureResult:
     fig, axes = new_figure(len(series))
     palette = colours(label for by in series.values() for label in by)
     labels_by_dtype = {}
+    as_lines = False
     for ax, (dtype, by_series) in zip(axes, sorted(series.items())):
         sizes = sorted({size_of(r.spec) for rows in by_series.values() for r in rows})
-        width = 0.8 / len(by_series)
-        for i, (label, rows) in enumerate(sorted(by_series.items())):
-            xs = [sizes.index(size_of(r.spec)) - 0.4 + width * (i + 0.5) for r in rows]
-            ax.bar(xs, [r.summary.median_s for r in rows], width, yerr=_ci_errors(rows), capsize=3,
-                   color=palette[label], label=label)
         labels_by_dtype[dtype] = [footprint_label(n, dtype) for n in sizes]
-        ax.set_xticks(range(len(sizes)), labels_by_dtype[dtype])
-        ax.set_yscale("log")
+        if len(sizes) > MAX_BAR_GROUPS:
+            as_lines = True
+            _draw_time_lines(ax, by_series, sizes, dtype, palette)
+        else:
+            _draw_time_bars(ax, by_series, sizes, palette)
+            ax.set_xticks(range(len(sizes)), labels_by_dtype[dtype])
+        _seconds_log_axis(ax)
         ax.set_xlabel("matrix order n (memory for A, B and C)")
-        ax.set_ylabel("time per multiply (s)")
+        ax.set_ylabel("time per multiply")
         ax.set_title(f"{dtype}: median with 95% CI, data resident on the device")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left" if as_lines else "best")
     result.png, result.facts = to_png(fig), {"labels": labels_by_dtype}
     result.caption = ("Resident time (inputs already on the device; transfers are in the time-split figure). "
                       "Error bars: 95% confidence interval of the median. Log scale.")
+    if as_lines:
+        result.caption += (f" With more than {MAX_BAR_GROUPS} orders, one line per device and backend through "
+                           "every order (log–log); some orders are labelled.")
     return result
+
+
+def _draw_time_bars(ax, by_series: dict[str, list[Row]], sizes: list[float], palette) -> None:
+    width = 0.8 / len(by_series)
+    position = {n: i for i, n in enumerate(sizes)}
+    for i, (label, rows) in enumerate(sorted(by_series.items())):
+        xs = [position[size_of(r.spec)] - 0.4 + width * (i + 0.5) for r in rows]
+        ax.bar(xs, [r.summary.median_s for r in rows], width, yerr=_ci_errors(rows), capsize=3,
+               color=palette[label], label=label)
+
+
+def _draw_time_lines(ax, by_series: dict[str, list[Row]], sizes: list[float], dtype: str, palette) -> None:
+    """One errorbar call per series: the same medians and intervals as the bars, cheap to draw."""
+    from matplotlib.ticker import NullFormatter
+
+    for label, rows in sorted(by_series.items()):
+        ax.errorbar([size_of(r.spec) for r in rows], [r.summary.median_s for r in rows], yerr=_ci_errors(rows),
+                    color=palette[label], label=label, marker="o", markersize=3, linewidth=1.2, capsize=2)
+    ax.set_xscale("log")
+    shown = spread_ticks(sizes)
+    ax.set_xticks(shown, [footprint_label(n, dtype) for n in shown], fontsize="small")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _seconds_log_axis(ax) -> None:
+    """Log scale labelled '10 µs', '1 ms': plain text, which is also far cheaper to draw than the
+    default 10⁻⁵ (mathtext, parsed again for every figure)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v)))
+
+
+def spread_ticks(sizes: list[float], count: int = MAX_LABELLED_TICKS) -> list[float]:
+    """At most `count` of the sorted sizes, evenly spread on a log scale, first and last included."""
+    if len(sizes) <= count:
+        return list(sizes)
+    low, high = math.log(sizes[0]), math.log(sizes[-1])
+    step = (high - low) / (count - 1)
+    picked = sorted({min(sizes, key=lambda n: abs(math.log(n) - (low + step * k))) for k in range(count)})
+    kept = [picked[0]]
+    for n in picked[1:]:  # labels much closer than a step would overlap
+        if math.log(n) - math.log(kept[-1]) >= step * 0.75:
+            kept.append(n)
+        elif n == picked[-1]:
+            kept[-1] = n
+    return kept
 
 
 # -- (2) speed-up against problem size ----------------------------------------------------------
@@ -140,7 +214,8 @@ def _plain_log_axes(ax, sizes: list[float]) -> None:
 
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xticks(sizes, [f"{n:,.0f}" for n in sizes])
+    shown = spread_ticks(sizes)  # every order labelled would overlap beyond a dozen
+    ax.set_xticks(shown, [f"{n:,.0f}" for n in shown])
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0, 7.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
@@ -171,7 +246,9 @@ def speedup_vs_size(run: RunData) -> FigureResult:
         ax.set_xlabel("matrix order n (elements per side)")
         ax.set_ylabel("speed-up (× CPU all cores)")
         ax.set_title(f"{dtype}: above 1 the device is faster; bands are 95% bootstrap intervals")
-        ax.legend(fontsize="small")
+        many = len({size_of(r.spec) for rows in by_series.values() for r in rows}) > MAX_BAR_GROUPS
+        # "best" tries every position against every vertex: beside the axes when there are many
+        ax.legend(fontsize="small", **(OUTSIDE_RIGHT if many else {}))
     result.png = to_png(fig)
     result.facts = {"crossings": [{k: v for k, v in c.items() if k != "axes"} for c in crossings]}
     result.caption = ("Solid: data resident on the device; dashed: end-to-end, transfers included. "
@@ -191,20 +268,60 @@ def time_split(run: RunData) -> FigureResult:
                        "(every device here computes on host memory)")
         return result
     fig, axes = new_figure(len(panels), height_in=3.2)
-    shares = {}
+    shares, as_areas = {}, False
     for ax, (dtype, label, rows) in zip(axes, panels):
-        shares[f"{label} {dtype}"] = _draw_split(ax, rows, dtype)
-        ax.set_title(f"{label}, {dtype}: share of the summed phase times; total above each bar")
+        if len(rows) > MAX_BAR_GROUPS:
+            shares[f"{label} {dtype}"] = _draw_split_areas(ax, rows, dtype, legend=not as_areas)
+            as_areas = True
+            ax.set_title(f"{label}, {dtype}: share of the summed phase times")
+        else:
+            shares[f"{label} {dtype}"] = _draw_split(ax, rows, dtype)
+            ax.set_title(f"{label}, {dtype}: share of the summed phase times; total above each bar")
     result.png, result.facts = to_png(fig), {"transfer_share": shares}
     result.caption = ("Each phase timed on its own (median); bars add to 100%. "
                       "Where orange and purple dominate, moving the data costs more than computing.")
+    if as_areas:
+        result.caption += (f" A panel with more than {MAX_BAR_GROUPS} orders stacks areas through every order "
+                           "instead of bars; each phase's time is in the results table.")
     return result
+
+
+def _phase_shares(rows: list[Row]) -> tuple[dict[str, list[float]], list[float]]:
+    """{phase: median seconds per row} and each row's summed total."""
+    phases = {p: [phase_median_s(r, p) or 0.0 for r in rows] for p in PHASE_COLOURS}
+    return phases, [sum(values) for values in zip(*phases.values())]
+
+
+def _transfer_shares(rows: list[Row], phases, totals) -> dict[float, float]:
+    return {size_of(r.spec): (phases["to_device"][i] + phases["to_host"][i]) / totals[i] if totals[i] else 0.0
+            for i, r in enumerate(rows)}
+
+
+def _draw_split_areas(ax, rows: list[Row], dtype: str, legend: bool) -> dict[float, float]:
+    """The bars' percentages as one stacked area per phase over every order (log x); the phase
+    legend, the same in every panel, on the first only."""
+    from matplotlib.ticker import NullFormatter
+
+    sizes = [size_of(r.spec) for r in rows]
+    phases, totals = _phase_shares(rows)
+    percent = [[100 * v / t if t else 0.0 for v, t in zip(values, totals)] for values in phases.values()]
+    ax.stackplot(sizes, *percent, colors=[PHASE_COLOURS[p] for p in phases], labels=list(phases))
+    ax.set_xscale("log")
+    shown = spread_ticks(sorted(set(sizes)))
+    ax.set_xticks(shown, [footprint_label(n, dtype) for n in shown], fontsize="small")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(sizes[0], sizes[-1])
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("matrix order n (memory for A, B and C)")
+    ax.set_ylabel("share of time (%)")
+    if legend:
+        ax.legend(fontsize="small", **OUTSIDE_RIGHT)
+    return _transfer_shares(rows, phases, totals)
 
 
 def _draw_split(ax, rows: list[Row], dtype: str) -> dict[float, float]:
     sizes = [size_of(r.spec) for r in rows]
-    phases = {p: [phase_median_s(r, p) or 0.0 for r in rows] for p in PHASE_COLOURS}
-    totals = [sum(values) for values in zip(*phases.values())]
+    phases, totals = _phase_shares(rows)
     bottom = [0.0] * len(rows)
     for phase, values in phases.items():
         percent = [100 * v / t if t else 0.0 for v, t in zip(values, totals)]
@@ -217,13 +334,17 @@ def _draw_split(ax, rows: list[Row], dtype: str) -> dict[float, float]:
     ax.set_ylim(0, 112)
     ax.set_xlabel("matrix order n (memory for A, B and C)")
     ax.set_ylabel("share of time (%)")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return {n: (phases["to_device"][i] + phases["to_host"][i]) / totals[i] if totals[i] else 0.0
-            for i, n in enumerate(sizes)}
+    ax.legend(fontsize="small", **OUTSIDE_RIGHT)
+    return _transfer_shares(rows, phases, totals)
+
+
+def figure_builders():
+    """The functions that draw a run's figures, in reading order."""
+    from accelbench.report.roofline import precision_speed, roofline
+
+    return [time_per_size, speedup_vs_size, time_split, roofline, precision_speed]
 
 
 def make_figures(run: RunData) -> list[FigureResult]:
     """Every figure of a run's report, present or with its note, in reading order."""
-    from accelbench.report.roofline import precision_speed, roofline
-
-    return [time_per_size(run), speedup_vs_size(run), time_split(run), roofline(run), precision_speed(run)]
+    return [build(run) for build in figure_builders()]

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from accelbench.report.data import RunData, matmul_series, series_label, size_of, valid_rows
-from accelbench.report.figures import FigureResult, new_figure, to_png
+from accelbench.report.figures import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
 from accelbench.runner.analysis import DTYPE_METRIC, Row
 from accelbench.units import format_si
 
@@ -118,9 +118,13 @@ def _draw_roofline(ax, device_id: str, device, ceilings, points) -> None:
     xs = [p["intensity"] for p in points]
     x_lo, x_hi = _at_least_two_decades(min(xs) / 4, max(xs) * 4)
     _draw_roofs(ax, ceilings, x_lo, x_hi)
-    for p in points:
-        ax.scatter(p["intensity"], p["flop_per_s"], marker=WORKLOAD_MARKERS.get(p["workload"], "x"),
-                   color=DTYPE_COLOURS.get(p["dtype"], "grey"), edgecolor="black", linewidth=0.5, zorder=3)
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for p in points:  # one scatter per marker and colour: thousands of points stay cheap to draw
+        groups[(p["workload"], p["dtype"])].append(p)
+    for (workload, dtype), items in sorted(groups.items()):
+        ax.scatter([p["intensity"] for p in items], [p["flop_per_s"] for p in items],
+                   marker=WORKLOAD_MARKERS.get(workload, "x"), color=DTYPE_COLOURS.get(dtype, "grey"),
+                   edgecolor="black", linewidth=0.5, zorder=3)
     for p in _best_points(points):  # one label per workload and dtype keeps the chart legible
         ax.annotate(f"{p['fraction']:.0%}", (p["intensity"], p["flop_per_s"]), xytext=(5, -3),
                     textcoords="offset points", fontsize="small")
@@ -230,7 +234,7 @@ def precision_speed(run: RunData) -> FigureResult:
     ax.set_ylabel("matmul rate (GFLOP/s)")
     ax.set_xlabel("device and backend, at the largest order measured in several dtypes")
     ax.set_title("median rate with 95% CI; labels: speed relative to float32")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", **OUTSIDE_RIGHT)  # beside the bars: never over one, and cheap to place
     result.png, result.facts = to_png(fig), facts
     result.caption = "Higher is faster. The check errors of each precision are in the findings and the tables."
     return result

@@ -92,9 +92,10 @@ def _insert_many(conn: sqlite3.Connection, table: str, rows: Sequence[Mapping[st
 
 def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished_at: str | None,
              status: str, accelbench_version: str, selection: Mapping[str, Any],
-             machine: Mapping[str, Any], tags: Mapping[str, Any], results: Sequence[Measurement],
+             machine: Mapping[str, Any], tags: Mapping[str, Any], results: Sequence[Measurement] = (),
              skips: Sequence[Skip], origin: str = "imported", pid: int | None = None,
-             host: str | None = None) -> bool:
+             host: str | None = None,
+             result_rows: tuple[Sequence[str], Sequence[Sequence[Any]]] | None = None) -> bool:
     """One run's rows, inside the caller's transaction; False if the id is already stored.
 
     `origin` is "local" for runs measured here, "imported" otherwise: imported results never
@@ -109,7 +110,12 @@ def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished
                            "pid": pid, "host": host})
     _insert(conn, "machines", machine_row(run_id, machine))
     conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)", _tag_rows(run_id, tags))
-    _insert_many(conn, "results", [result_row(run_id, m) for m in results])
+    if result_rows is None:
+        _insert_many(conn, "results", [result_row(run_id, m) for m in results])
+    else:  # (columns, value tuples) already built, as an import builds them from the file
+        columns, values = result_rows
+        conn.executemany(f"INSERT INTO results ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                         values)
     _insert_many(conn, "skips", [skip_row(run_id, s) for s in skips])
     return True
 

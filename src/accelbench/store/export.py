@@ -67,7 +67,7 @@ def export_runs(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
 # -- import -------------------------------------------------------------------------------
 
 
-def _skip_from_dict(data: dict[str, Any]) -> Skip:
+def skip_from_dict(data: dict[str, Any]) -> Skip:
     return Skip(Spec.from_dict(data["spec"]), data["reason"])
 
 
@@ -84,18 +84,10 @@ def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = Non
         validate_document(doc)
     except UsageError as exc:
         raise UsageError(f"{source}: {exc}" if source else str(exc)) from None
+    from accelbench.store.import_file import run_records
+
     # one transaction for the whole document: an interrupted or failed import stores nothing
-    return store.restore_runs(_run_records(doc["runs"], tags))
-
-
-def _run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None):
-    for run in runs:  # converted one run at a time, as restore_runs stores them
-        yield {"run_id": run["id"], "started_at": run["started_at"], "finished_at": run.get("finished_at"),
-               "status": run["status"], "accelbench_version": run["accelbench_version"],
-               "selection": run.get("selection", {}), "machine": run["machine"],
-               "tags": {**run.get("tags", {}), **dict(tags or {})},
-               "results": [Measurement.from_dict(r) for r in run["results"]],
-               "skips": [_skip_from_dict(s) for s in run.get("skips", [])]}
+    return store.restore_runs(run_records(doc["runs"], tags, phases=None))
 
 
 # -- files --------------------------------------------------------------------------------
@@ -129,12 +121,16 @@ def _reject_constant(name: str) -> Any:
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file (strictly: NaN and Infinity are refused), or raise UsageError naming it."""
+    from accelbench.store.import_file import read_bytes
+
+    return parse_json(read_bytes(path), path)
+
+
+def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
+    """Parse the bytes of the JSON file at `path`, as read_json does."""
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {source}: {exc.strerror or exc}; "
-                         f"accepted: a readable JSON file made by `accelbench export`") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{source}: not UTF-8 text; accepted: a JSON file made by "
                          f"`accelbench export`") from None

@@ -1,0 +1,153 @@
+"""`accelbench import` of a whole file: the fast path stores exactly what the slow one did, falls
+back where the file's text cannot be trusted, and a killed import leaves all of it or none."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from accelbench.results import Measurement
+from accelbench.store import import_file as fast
+from accelbench.store.db import Store
+from accelbench.store.export import export_runs, import_document, write_json
+from accelbench.store.schema import result_row
+
+MACHINE = {"hostname": "node1", "os": "Linux", "python": "3.11", "inventory": {}, "software": {},
+           "environment": {}}
+
+
+def result(n: int, samples: int = 5, **changes) -> dict:
+    data = {"spec": {"workload": "matmul", "backend": "torch", "device": "cuda:0",
+                     "params": {"n": n, "dtype": "float32"}},
+            "phases_s": {"compute": [1e-3 * (1 + k / 100) for k in range(samples)],
+                         "to_device": [2e-4] * samples},
+            "first_call_s": 0.5, "work": {"flops": 2.0 * n**3, "bytes_moved": 12.0 * n * n},
+            "check": {"passed": True, "max_rel_error": 1e-7, "tolerance": 1e-3, "detail": "ok",
+                      "device_seen": "cuda:0"},
+            "warnings": ["IQR is 12% of median"], "calls_per_sample": 4, "target_met": False, "threads": None,
+            "telemetry": {"cpu_percent_median": 55.0}, "extra": {"note": {"nested": [1, 2]}},
+            "verdict": "noisy", "verdict_reasons": ["IQR above the target"]}
+    data.update(changes)
+    return data
+
+
+def document(runs: list[list[dict]]) -> dict:
+    return {"format": "accelbench-results", "format_version": 1, "runs": [
+        {"id": f"run-{i}", "started_at": "2025-01-01T00:00:00+00:00", "finished_at": None, "status": "complete",
+         "accelbench_version": "0.1.0", "selection": {}, "machine": MACHINE, "tags": {"k": "v"},
+         "results": results, "skips": []} for i, results in enumerate(runs)]}
+
+
+VARIANTS = [
+    result(64),
+    result(128, check={"passed": False, "max_rel_error": "nan", "tolerance": 1e-3}),  # no detail, NaN error
+    result(256, check={"passed": False, "max_rel_error": "inf", "tolerance": 1e-3, "detail": "overflow"}),
+    {k: v for k, v in result(512).items() if k not in ("warnings", "calls_per_sample", "target_met", "threads",
+                                                      "telemetry", "extra", "verdict", "verdict_reasons")},
+    result(1024, threads=2, verdict="", phases_s={"compute": [1, 2, 3]}),  # whole-number samples
+    result(2048, spec={"workload": "stream", "backend": "numpy", "device": "cpu",
+                       "params": {"kernel": "triad", "n": 4096, "dtype": "float64", "threads": 2}}),
+]
+
+
+@pytest.mark.parametrize("data", VARIANTS)
+def test_a_row_built_from_the_file_equals_the_row_of_its_measurement(data):
+    expected = result_row("run-0", Measurement.from_dict(data))
+    assert fast._row("run-0", data, None) == expected
+    # with the file's own text for the samples: the same values once read back
+    from_text = fast._row("run-0", data, iter([json.dumps(data["phases_s"])]))
+    assert json.loads(from_text.pop("phases_json")) == json.loads(expected.pop("phases_json"))
+    assert from_text == expected
+    assert tuple(fast._row("run-0", data, None)) == fast.RESULT_COLUMNS
+
+
+def stored(db) -> dict[str, list[dict]]:
+    with Store(db) as store:
+        return {info.id: [m.to_dict() for m in store.results(info.id)] for info in store.runs()}
+
+
+def test_the_file_import_stores_what_the_document_import_stores(tmp_path):
+    doc = document([VARIANTS, [result(n, samples=40) for n in range(1, 30)]])
+    write_json(tmp_path / "doc.json", doc)  # indented, as `accelbench export` writes it
+    raw = (tmp_path / "doc.json").read_bytes()
+    texts = fast.stored_phases(raw, doc)
+    assert texts is not None and len(texts) == len(VARIANTS) + 29  # the file's text is used
+    assert " " not in texts[0] and json.loads(texts[0]) == doc["runs"][0]["results"][0]["phases_s"]
+    with Store(tmp_path / "a.sqlite") as store:
+        assert fast.import_file(store, tmp_path / "doc.json", tags={"node": "n1"}) == ["run-0", "run-1"]
+        assert fast.import_file(store, tmp_path / "doc.json") == []  # already there
+        assert store.tags("run-1") == {"k": "v", "node": "n1"}
+    with Store(tmp_path / "b.sqlite") as store:
+        import_document(store, doc)
+    assert stored(tmp_path / "a.sqlite") == stored(tmp_path / "b.sqlite")
+
+
+@pytest.mark.parametrize("decoy, file_text_used", [
+    ({"extra": {"phases_s": {"compute": [9.0]}}}, False),                  # the key, elsewhere
+    ({"extra": {'a"phases_s': {"compute": [9.0]}}}, False),               # ends a key with an escaped quote
+    ({"check": {"passed": True, "max_rel_error": 0.0, "tolerance": 1e-3,  # inside a string: escaped, unseen
+                "detail": 'x "phases_s": {"compute": [9.0]} y'}}, True),
+])
+def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_path, decoy, file_text_used):
+    doc = document([[result(64), result(128, **decoy), result(256)]])
+    write_json(tmp_path / "doc.json", doc)
+    texts = fast.stored_phases((tmp_path / "doc.json").read_bytes(), doc)
+    assert (texts is not None) == file_text_used
+    with Store(tmp_path / "a.sqlite") as store:
+        fast.import_file(store, tmp_path / "doc.json")
+        assert [m.to_dict() for m in store.results("run-0")] == [
+            Measurement.from_dict(r).to_dict() for r in doc["runs"][0]["results"]]
+
+
+def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path):
+    doc = document([[result(64), result(128)]])
+    doc["runs"][0]["results"][1]["phases_s"]["compute"][3] = -1.0
+    write_json(tmp_path / "bad.json", doc)
+    with Store(tmp_path / "a.sqlite") as store:
+        with pytest.raises(Exception, match=r"bad\.json: runs\[0\]\.results\[1\]\.phases_s\.compute\[3\]"):
+            fast.import_file(store, tmp_path / "bad.json")
+        assert store.runs() == []
+
+
+KILL_AFTER_WAL_BYTES = 1_000_000  # the import is writing its results: well inside its one transaction
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
+def test_an_import_killed_while_writing_leaves_all_of_it_or_none(tmp_path):
+    db, doc_path = tmp_path / "results.sqlite", tmp_path / "big.json"
+    with Store(db) as store:  # a run measured here earlier must survive untouched
+        earlier = store.restore_run("earlier", started_at="2024-12-31T00:00:00+00:00", finished_at=None,
+                                    status="complete", accelbench_version="0.1.0", selection={},
+                                    machine=MACHINE, tags={}, results=[Measurement.from_dict(result(8))],
+                                    skips=())
+        assert earlier
+    runs = [[result(n, samples=60) for n in range(1 + r * 4000, 1 + (r + 1) * 4000)] for r in range(4)]
+    write_json(doc_path, document(runs))
+    child = subprocess.Popen([sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(db)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    wal = tmp_path / "results.sqlite-wal"
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        if wal.exists() and wal.stat().st_size > KILL_AFTER_WAL_BYTES:
+            child.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL, f"the import ended before it was killed: {child.stderr.read()}"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    with Store(db) as store:
+        ids = [info.id for info in store.runs()]
+        counts = {run_id: len(store.results(run_id)) for run_id in ids}
+    assert counts.pop("earlier") == 1
+    assert counts in ({}, {f"run-{r}": 4000 for r in range(4)}), counts  # all of the import, or none of it
+    with Store(db) as store:  # and the file imports cleanly afterwards
+        assert len(fast.import_file(store, doc_path)) == (4 if not counts else 0)
+        assert sum(len(store.results(f"run-{r}")) for r in range(4)) == 16_000
