@@ -15,7 +15,7 @@ import pytest
 from accelbench.results import Measurement
 from accelbench.store import import_file as fast
 from accelbench.store.db import Store
-from accelbench.store.export import export_runs, import_document, write_json
+from accelbench.store.export import import_document, write_json
 from accelbench.store.schema import result_row
 
 MACHINE = {"hostname": "node1", "os": "Linux", "python": "3.11", "inventory": {}, "software": {},
