@@ -33,6 +33,16 @@ def _isolated_database(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
+@pytest.fixture(autouse=True)
+def _entry_points_read_afresh():
+    """Entry points are read once per process; a test that patches the metadata reads its own."""
+    from accelbench.plugins import entry_point_targets
+
+    entry_point_targets.cache_clear()
+    yield
+    entry_point_targets.cache_clear()
+
+
 @pytest.fixture
 def ignore_machine_load(monkeypatch):
     """For tests about something else (ceilings, compare): other processes' load and bursts on a

@@ -7,6 +7,7 @@ without `pip install -e .`). A target is "module:attribute"; nothing is imported
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 from typing import Any
@@ -17,16 +18,27 @@ BUILTIN_PACKAGE = "accelbench."
 
 
 def entry_point_targets(group: str) -> dict[str, str]:
-    """name -> "module:attribute" from installed metadata; {} when there is none to read."""
+    """name -> "module:attribute" from installed metadata; {} when there is none to read.
+
+    Read once per process (reading scans every installed distribution: milliseconds a call, and
+    the report asks per result); `entry_point_targets.cache_clear()` reads again."""
+    return dict(_read_entry_points(group))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_entry_points(group: str) -> tuple[tuple[str, str], ...]:
     try:
         found = importlib.metadata.entry_points(group=group)
     except Exception:  # noqa: BLE001 - unreadable metadata must not stop discovery
-        return {}
+        return ()
     targets: dict[str, str] = {}
     for entry_point in found:
         # two distributions declaring one name (a stale egg-info, say): the first one wins
         targets.setdefault(entry_point.name, entry_point.value)
-    return targets
+    return tuple(targets.items())
+
+
+entry_point_targets.cache_clear = _read_entry_points.cache_clear  # type: ignore[attr-defined]
 
 
 def import_target(target: str) -> Any:
