@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
-from accelbench.runner.session import RunResults, load_backends, run, run_plan
+from accelbench.session import RunResults, load_backends, run, run_plan
 from accelbench.workloads.custom import FunctionWorkload
 from accelbench.workloads.registry import register_workload
 

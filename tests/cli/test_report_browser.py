@@ -19,7 +19,7 @@ from accelbench.cli import report_cmd
 from accelbench.cli.main import main
 from accelbench.report.build import HTML_NAME
 from accelbench.results import Check, Measurement, Skip, Spec, Work
-from accelbench.runner.session import load_backends
+from accelbench.session import load_backends
 from accelbench.store.db import Store, new_run_id, utc_now_iso
 
 pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out

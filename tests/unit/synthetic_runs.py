@@ -8,7 +8,7 @@ from __future__ import annotations
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.report.data import RunData
 from accelbench.results import Check, Measurement, Spec
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.workloads.matmul import Matmul
 from accelbench.workloads.memory import Reduce, Stream
 

@@ -13,7 +13,7 @@ from synthetic_runs import (BREAK_EVEN_SIZES, CPU, DEVICES, break_even_measureme
 from accelbench.devices.model import Device
 from accelbench.report.advice import findings
 from accelbench.report.crossover import Curve, classify, find_crossing, interpolate_crossing
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.timing.stats import RatioCI
 
 

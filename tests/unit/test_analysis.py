@@ -1,6 +1,6 @@
 """Ceilings come from the ceiling workloads only: a reduction that stayed in cache is no bandwidth."""
 from accelbench.results import Check, Measurement, Spec, Work
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 
 
 def _m(workload, seconds, bytes_moved, **params):

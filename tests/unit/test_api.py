@@ -39,7 +39,7 @@ def test_decorator_and_run(tmp_path):
 
 def test_to_pandas():
     pd = pytest.importorskip("pandas")
-    from accelbench.runner.session import RunResults
+    from accelbench.session import RunResults
     assert isinstance(RunResults("x", "db", [], []).to_pandas(), pd.DataFrame)
 
 

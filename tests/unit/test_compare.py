@@ -9,7 +9,7 @@ from accelbench.compare import Comparison, compare_runs, results_table_html
 from accelbench.compare.compare import compare_measurements, geometric_mean, match_specs
 from accelbench.compare.sources import RunData
 from accelbench.results import Check, Measurement, Spec, Work
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.store.db import Store
 
 MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7",

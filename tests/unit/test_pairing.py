@@ -20,10 +20,10 @@ from accelbench.backends.numpy_backend import NumpyBackend
 from accelbench.cli.main import main
 from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
 from accelbench.runner import pairing
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem, build_plan, usable_cpus
-from accelbench.runner.session import run_plan
+from accelbench.session import run_plan
 from accelbench.runner.speedups import CPU_ALL_CORES, paired_ratio_ci, unpaired_ratio_ci
 from accelbench.store.db import Store
 from accelbench.timing import checkpoint

@@ -105,7 +105,7 @@ def test_hidden_by_cuda_visible_devices_is_named_and_the_visible_ones_are_reache
 # -- every backend speaks for itself -------------------------------------------------------------
 
 def test_each_installed_backend_gives_its_own_reason_in_order(cpu_torch):
-    from accelbench.runner.session import load_backends
+    from accelbench.session import load_backends
 
     backends = load_backends()
     (group,) = [g for g in unreached_devices(nvml_devices("k40m"), backends) if g.name == "Tesla K40m"]

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.runner.speedups import CPU_ALL_CORES
 from accelbench.store import schema
 from accelbench.store.db import Store

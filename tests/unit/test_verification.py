@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from accelbench.backends.numpy_backend import NumpyBackend
-from accelbench.runner.analysis import analyse
+from accelbench.report.analysis import analyse
 from accelbench.runner.execute import measure_item
 from accelbench.runner.plan import PlanItem
 from accelbench.results import Spec

@@ -18,7 +18,7 @@ EXIT_FAILED, EXIT_STILL_RUNNING = 1, 3
 
 def add_arguments(parser) -> None:
     from accelbench.cli import validate
-    from accelbench.cli.submit_cmd import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
+    from accelbench.cluster import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
 
     parser.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
                         type=validate.path("the results folder"),

@@ -48,10 +48,10 @@ def _run(args) -> int:
     from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
-    from accelbench.runner.session import load_backends, run_plan
+    from accelbench.session import load_backends, run_plan
     from accelbench.vocabulary import DEFAULT_SEED
     from accelbench.runner.plan import build_plan
-    from accelbench.runner.session import _host_memory_bytes
+    from accelbench.session import _host_memory_bytes
     from accelbench.store.db import Store
 
     suite = not args.workloads
@@ -174,7 +174,7 @@ def _jsonable(value):
 
 
 def _print_summary(results) -> None:
-    from accelbench.runner.summary import render_summary
+    from accelbench.report.summary import render_summary
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
     from accelbench.timing.contention import run_notice
@@ -233,7 +233,7 @@ class _progress:
         return False
 
     def _start(self, item):
-        from accelbench.runner.summary import params_text, where
+        from accelbench.report.summary import params_text, where
         from accelbench.terminal import literal
 
         self.bar.update(self.task, description=literal(f"{item.spec.workload} {where(item.spec)} {params_text(item.spec)}"))
@@ -242,7 +242,7 @@ class _progress:
         self.bar.advance(self.task)
 
     def _plain_done(self, item, result):
-        from accelbench.runner.summary import params_text, where
+        from accelbench.report.summary import params_text, where
         from accelbench.terminal import printable
         from accelbench.timing.stats import median
         from accelbench.units import format_seconds

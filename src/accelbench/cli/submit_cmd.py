@@ -10,8 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-DEFAULT_RESULTS_DIR = "accelbench-results"
-DEFAULT_WAIT_TIMEOUT_S = 3600.0
+from accelbench.cluster import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
 
 
 def add_arguments(parser) -> None:

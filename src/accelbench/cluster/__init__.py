@@ -11,3 +11,6 @@ Modules: states (Slurm job states, squeue/scontrol parsing, what files say once 
 targets (the job matrix), script (the batch script), manifest (the JSON job list), slurm (sbatch,
 queries, waiting), gather (states + imports into the store).
 """
+
+DEFAULT_RESULTS_DIR = "accelbench-results"   # the shared folder `submit` writes and `gather` reads
+DEFAULT_WAIT_TIMEOUT_S = 3600.0              # how long `submit --wait` and `gather --wait` wait

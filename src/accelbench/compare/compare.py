@@ -28,18 +28,13 @@ from accelbench.compare import metadata
 from accelbench.compare import noise as run_noise
 from accelbench.compare.sources import RunData
 from accelbench.results import Measurement, Spec
-from accelbench.runner.summary import params_text, where
+from accelbench.report.summary import spec_label
 from accelbench.timing import stats
 
 SAME_WITHIN = 0.10
 ALPHA = 0.05
 MIN_SAMPLES = 6  # below this the order-statistic interval of a median does not exist at 95%
 VERDICTS = ("same", "slower", "faster", "inconclusive")
-
-
-def spec_label(spec: Spec) -> str:
-    """"matmul numpy@cpu (2 threads) dtype=float32 n=2000": the way the run tables name a spec."""
-    return " ".join(p for p in (spec.workload, where(spec), params_text(spec)) if p)
 
 
 @dataclass(frozen=True)

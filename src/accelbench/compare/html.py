@@ -10,13 +10,12 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from accelbench.compare.compare import spec_label
-from accelbench.runner.summary import params_text, where
+from accelbench.report.summary import params_text, spec_label, where
 from accelbench.units import format_seconds, format_si
 
 if TYPE_CHECKING:  # annotations only
     from accelbench.compare.compare import Comparison
-    from accelbench.runner.analysis import Row
+    from accelbench.report.analysis import Row
 
 _VERDICT_COLOUR = {"faster": "#1a7f37", "slower": "#cf222e", "inconclusive": "#9a6700", "excluded": "#6e7781"}
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"

@@ -7,36 +7,24 @@ speed-up intervals that exclude 1 on both sides), and its `numbers` hold what th
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+
 from typing import Any
 
+from accelbench.report.advice_checks import check_failures, cpu_scaling, thread_baseline, unstable, wrong_device
+from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding  # noqa: F401 - shared names
+from accelbench.report.precision import precision_tradeoffs
 from accelbench.report.crossover import Curve, classify, find_crossing
 from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, valid_rows
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_si
 
-WARNING, INFO = "warning", "info"
-IQR_UNSTABLE = 0.10
 RIGOROUS_BUDGET_S = 15.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str          # "break_even", "no_break_even", "compute_bound", "memory_bound", "precision", ...
-    severity: str      # "warning" (a number is not to be trusted as is) | "info"
-    text: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "severity": self.severity, "text": self.text, "numbers": dict(self.numbers)}
 
 
 def findings(rows: list[Row], devices: dict | None = None, machine: dict | None = None, *,
              rigor: str | None = None) -> list[Finding]:
     """Everything the measurements support saying, warnings first."""
-    from accelbench.report.advice_checks import (check_failures, cpu_scaling, thread_baseline,
-                                                 unstable, wrong_device)
     devices, machine = devices or {}, machine or {}
     found: list[Finding] = []
     found += wrong_device(rows)
@@ -48,7 +36,6 @@ def findings(rows: list[Row], devices: dict | None = None, machine: dict | None 
     found += one_thread_claims(rows)
     found += boundedness(rows, devices)
     found += precision(rows)
-    from accelbench.report.precision import precision_tradeoffs
     found += precision_tradeoffs(rows)
     return sorted(found, key=lambda f: f.severity != WARNING)
 

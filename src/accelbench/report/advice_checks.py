@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from accelbench.report.advice import INFO, IQR_UNSTABLE, WARNING, Finding
+from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding
 from accelbench.report.data import series_label
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 
 
 def _params(spec) -> str:

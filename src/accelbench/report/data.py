@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.results import Measurement, Skip
-from accelbench.runner.analysis import Row, analyse
+from accelbench.report.analysis import Row, analyse
 
 ITEMSIZE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 SIZE_PARAMS = ("n", "bytes")  # the parameter that sets a workload's problem size

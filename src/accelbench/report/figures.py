@@ -14,7 +14,7 @@ from typing import Any
 from accelbench.report.crossover import Curve, find_crossing
 from accelbench.report.data import (RunData, matmul_footprint_bytes, matmul_series, phase_median_s,
                                     size_of)
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 from accelbench.units import format_bytes, format_seconds
 
 PHASE_COLOURS = {"to_device": "#d95f02", "compute": "#1b9e77", "to_host": "#7570b3"}

@@ -19,7 +19,7 @@ from accelbench.report.advice import Finding
 from accelbench.report.data import RunData, series_label, transfer_share
 from accelbench.report.figures import FigureResult
 from accelbench.report.unreached import unreached_html
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 from accelbench.units import format_bytes, format_seconds, format_si
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -114,7 +114,7 @@ def _params(spec) -> str:
 
 
 def headline_extras(extra: dict, median_s: float | None, limit: int) -> str:
-    from accelbench.runner.summary import headline_extras as shown
+    from accelbench.report.summary import headline_extras as shown
 
     return shown(extra, limit=limit, median_s=median_s)
 

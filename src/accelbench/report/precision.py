@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from accelbench.report.data import series_label
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 from accelbench.timing import stats
 
 # accuracy figures the workloads store, in the order preferred: against float64 on the same inputs first
@@ -17,7 +17,7 @@ ACCURACY_KEYS = ("rel_error_vs_float64", "max_error_in_standard_errors", "error_
 
 
 def precision_tradeoffs(rows: list[Row]) -> list:
-    from accelbench.report.advice import INFO, Finding
+    from accelbench.report.findings import INFO, Finding
 
     pairs: dict[tuple, dict[str, Row]] = defaultdict(dict)
     for row in rows:

@@ -12,7 +12,7 @@ from typing import Any
 
 from accelbench.report.data import RunData, matmul_series, series_label, size_of, valid_rows
 from accelbench.report.figures import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
-from accelbench.runner.analysis import DTYPE_METRIC, Row
+from accelbench.report.analysis import DTYPE_METRIC, Row
 from accelbench.units import format_si
 
 DTYPE_COLOURS = {"float64": "#4c72b0", "float32": "#55a868", "bfloat16": "#c44e52", "float16": "#8172b2"}

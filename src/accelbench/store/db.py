@@ -6,7 +6,6 @@ and add_results write a whole batch in one transaction: all of it is stored, or 
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import secrets
@@ -22,7 +21,8 @@ from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip
 from accelbench.store import liveness
-from accelbench.store.opening import ACCEPTED as _ACCEPTED
+from accelbench.store.ceiling_rows import CeilingRows
+from accelbench.store.failures import reported as _reported
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
 from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
@@ -56,22 +56,6 @@ def new_run_id(now: datetime | None = None) -> str:
     """Time-based so ids sort by start, with a random suffix so parallel jobs do not collide."""
     now = now or datetime.now(timezone.utc)
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn SQLite failures after opening (damaged file, disk full, lock held too long) into a
-    UsageError naming the file, instead of a traceback. Constraint errors stay as they are."""
-    @functools.wraps(method)
-    def wrapper(self: "Store", *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.IntegrityError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            hint = (" (damaged: restore it from a backup or an export file)"
-                    if "malformed" in str(exc) or "not a database" in str(exc) else "")
-            raise UsageError(f"results database {self.path}: {exc}{hint}; {_ACCEPTED}") from exc
-    return wrapper
 
 
 def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> int:
@@ -129,7 +113,7 @@ def _tag_rows(run_id: str, tags: Mapping[str, Any]) -> list[tuple[str, str, str]
     return rows
 
 
-class Store(SpeedupStore):
+class Store(SpeedupStore, CeilingRows):
     """The results history in one SQLite file.
 
     `Store(path)` opens (creating the file and its folder if needed) and migrates to the current
@@ -371,35 +355,3 @@ class Store(SpeedupStore):
         rows = self._connection().execute(
             "SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY key", (run_id,))
         return {row["key"]: row["value"] for row in rows}
-
-    @_reported
-    def ceiling_candidates(self, hostname: str) -> list[tuple[Measurement, str]]:
-        """(measurement, run id) of every result that may be one of this host's measured ceilings:
-        measured here (not imported), passed its check, not forgotten, of a workload that measures
-        a ceiling. store/ceilings.py applies the remaining rules, once, for every caller."""
-        from accelbench.workloads.registry import builtin_workload_class
-
-        conn = self._connection()
-        names = [row[0] for row in conn.execute("SELECT DISTINCT workload FROM results")]
-        ceiling_workloads = [n for n in names if getattr(builtin_workload_class(n), "measures_ceiling", False)]
-        if not ceiling_workloads:
-            return []
-        marks = ", ".join("?" for _ in ceiling_workloads)
-        rows = conn.execute(
-            "SELECT r.* FROM results r JOIN runs ON runs.id = r.run_id "
-            "LEFT JOIN machines m ON m.run_id = r.run_id "
-            f"WHERE r.workload IN ({marks}) AND r.check_passed = 1 AND r.ceiling_forgotten = 0 "
-            "AND runs.origin = 'local' AND COALESCE(m.hostname, '') = ? ORDER BY r.id",
-            (*ceiling_workloads, hostname))
-        return [(measurement_from_row(row), row["run_id"]) for row in rows]
-
-    @_reported
-    def forget_ceilings(self, hostname: str, device: str | None = None) -> int:
-        """Set this host's stored results aside as ceilings (all devices, or one); returns how many."""
-        sql = ("UPDATE results SET ceiling_forgotten = 1 WHERE ceiling_forgotten = 0 AND run_id IN "
-               "(SELECT run_id FROM machines WHERE hostname = ?)")
-        args: tuple[Any, ...] = (hostname,)
-        if device is not None:
-            sql, args = sql + " AND device = ?", (hostname, device)
-        with self._write() as conn:
-            return conn.execute(sql, args).rowcount

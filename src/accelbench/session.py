@@ -17,7 +17,7 @@ from accelbench.devices.blas import thread_environment
 from accelbench.devices.model import Device
 from accelbench.results import Measurement, PairedSamples, Skip
 from accelbench.runner import deadline
-from accelbench.runner.analysis import Row, analyse
+from accelbench.report.analysis import Row, analyse
 from accelbench.runner.execute import TrustContext, execute
 from accelbench.runner.plan import Plan, build_plan
 from accelbench.runner.reach import unreached_records

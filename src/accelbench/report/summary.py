@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from accelbench.results import Skip
-from accelbench.runner.analysis import Row
+from accelbench.report.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
 from accelbench.verdict import VERDICTS, severity
@@ -56,6 +56,11 @@ def params_text(spec) -> str:
         shown.append(f"{key}={value}")
     return " ".join(shown)
 
+
+
+def spec_label(spec) -> str:
+    """"matmul numpy@cpu (2 threads) dtype=float32 n=2000": the way the run tables name a spec."""
+    return " ".join(p for p in (spec.workload, where(spec), params_text(spec)) if p)
 
 def speedup_text(ratio: stats.RatioCI | None) -> str:
     """'3.20× [3.00–3.40] faster (16 pairs)': the basis says whether it comes from paired rounds."""
