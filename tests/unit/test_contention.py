@@ -3,7 +3,7 @@ import pytest
 
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.timing import contention
-from accelbench.timing.contention import Interference, Snapshot, between, parse_proc_stat, parse_schedstat
+from accelbench.timing.contention import Interference, Snapshot, between, parse_proc_stat, parse_schedstat, run_notice
 
 
 def read(data_dir, name):
@@ -52,7 +52,19 @@ def test_steal_alone_makes_a_window_disturbed(data_dir):
     found = between(before, after)
     assert found.steal_share == pytest.approx(0.30 / 2.0)     # 30 of 200 ticks
     assert found.others_cores == pytest.approx(0.1)
-    assert found.disturbed and "steal 15%" in found.text()
+    assert found.disturbed and found.text().startswith("the hypervisor took 15% of the cores' time (steal)")
+
+
+def test_the_run_notice_names_steal_when_the_hypervisor_took_the_time():
+    from types import SimpleNamespace
+
+    stolen = SimpleNamespace(telemetry={"interference": {"compute": {"disturbed": True, "others_share": 0.0,
+                                                                      "steal_share": 0.12}}})
+    crowded = SimpleNamespace(telemetry={"interference": {"compute": {"disturbed": True, "others_share": 0.6,
+                                                                       "steal_share": 0.0}}})
+    quiet = SimpleNamespace(telemetry={})
+    assert "hypervisor took 12%" in run_notice([stolen, quiet])
+    assert "other processes used 60%" in run_notice([crowded, quiet]) and run_notice([quiet]) is None
 
 
 def test_a_window_shorter_than_a_few_ticks_is_not_measurable(data_dir):

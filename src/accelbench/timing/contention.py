@@ -171,8 +171,12 @@ class Interference:
         if self.run_wait_share is not None:
             details.append(f"our threads waited for a CPU {self.run_wait_share:.0%} of the time")
         plural = "s" if self.cores != 1 else ""
-        return (f"other processes used {self.others_share:.0%} of the {self.cores} core{plural} during this "
-                f"measurement ({'; '.join(details)})")
+        others = f"other processes used {self.others_share:.0%} of the {self.cores} core{plural}"
+        if (self.steal_share or 0.0) >= STEAL_LIMIT and (self.others_cores or 0.0) < OTHERS_CORES_LIMIT:
+            # the hypervisor, not a neighbour on this machine, took the time: say that first
+            return (f"the hypervisor took {self.steal_share:.0%} of the cores' time (steal) during this measurement "
+                    f"({others}; {'; '.join(details[2:] or details[:1])})")
+        return f"{others} during this measurement ({'; '.join(details)})"
 
     def to_dict(self) -> dict[str, Any]:
         data = {"window_s": self.window_s, "cores": self.cores, "others_cores": self.others_cores,
@@ -242,17 +246,29 @@ class watch:
 
 def run_notice(measurements: Iterable[Any]) -> str | None:
     """One line for the top of a run's output when other programs disturbed some of its results."""
-    shares, total = [], 0
+    shares, steals, total = [], [], 0
     for m in measurements:
         total += 1
         compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
         if compute.get("disturbed"):
             shares.append(compute.get("others_share") or 0.0)
+            steals.append(compute.get("steal_share") or 0.0)
     if not shares:
         return None
+    others, steal = sum(shares) / len(shares), sum(steals) / len(steals)
+    if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
+        return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
+                f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
+                f"use `--rigor rigorous` or run at a quieter time")
     return (f"busy machine: {len(shares)} of {total} results were measured while other processes used "
-            f"{sum(shares) / len(shares):.0%} of the cores on average (noisy); close other programs or run them "
+            f"{others:.0%} of the cores on average (noisy); close other programs or run them "
             f"under `nice -n 19`, use `--rigor rigorous`, or pin with `taskset -c`")
+
+
+def _usable_cores() -> int:
+    from accelbench.vocabulary import usable_cpus
+
+    return usable_cpus()
 
 
 # -- accelerators (from the run's telemetry window) ---------------------------------------------
