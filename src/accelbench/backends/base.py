@@ -156,7 +156,9 @@ class LazyFramework:
     install_hint: str = ""
 
     def _init_framework(self, module: Any = None) -> None:
-        self._module, self._failure, self._import_tried = module, None, False
+        self._module: Any = module
+        self._failure: str | None = None
+        self._import_tried = False
 
     def _load_framework(self) -> Any:
         if self._module is None:
