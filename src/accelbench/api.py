@@ -52,6 +52,6 @@ def workload(*, flops: float = 0.0, bytes_moved: float | None = None, reference:
         def bench_on(inputs: Sequence, **options) -> RunResults:
             return bench(fn, inputs, flops=flops, bytes_moved=bytes_moved, reference=reference,
                          rel_tolerance=rel_tolerance, name=name or fn.__name__, **options)
-        fn.bench = bench_on
+        setattr(fn, "bench", bench_on)  # a function's attributes are open; Callable declares none
         return fn
     return decorate

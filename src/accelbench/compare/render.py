@@ -4,7 +4,7 @@ The summary line is printed last, on its own, so it is what a CI log shows at th
 """
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from accelbench.compare.ceilings import BANDWIDTH, run_best_rates
@@ -23,7 +23,7 @@ def _styled(verdict: str) -> str:
     return f"[{style}]{verdict}[/]" if style else verdict
 
 
-def _table(title: str, columns: list[tuple[str, str]]) -> Table:
+def _table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for header, justify in columns:
         table.add_column(header, justify=justify, overflow="fold")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -79,7 +79,7 @@ def _percent(value: float | None) -> str:
 
 def workload_table(workload: str, rows: list[Row]) -> Table:
     table = Table(title=f"[bold]{workload}[/]", title_justify="left", show_edge=False, pad_edge=False)
-    columns = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
+    columns: list[tuple[str, JustifyMethod]] = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
                ("% of peak: measured / datasheet", "right"), ("× vs CPU all cores", "right")]
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
