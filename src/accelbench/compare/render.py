@@ -121,10 +121,10 @@ def _render_datasheet_shares(run: RunData, console: Console) -> None:
     if not rates:
         console.print("No verified matmul or stream result in this run: nothing to set against datasheet peaks.")
         return
+    rate_columns: list[tuple[str, JustifyMethod]] = [
+        (f"{escape(r.what)} on {escape(r.device)}\n{format_si(r.rate, r.unit)}", "right") for r in rates]
     table = _table("[bold]Your best rates as a share of datasheet peaks[/] (per device)",
-                   [("datasheet device", "left")] + [(f"{escape(r.what)} on {escape(r.device)}\n"
-                                                      f"{format_si(r.rate, r.unit)}", "right")
-                                                    for r in rates])
+                   [("datasheet device", "left"), *rate_columns])
     shares = [{s.row.key: s for s in datasheet_shares(r)} for r in rates]
     for row in datasheets.rows():
         cells = [_share_text(by_key.get(row.key)) for by_key in shares]
