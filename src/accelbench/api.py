@@ -33,7 +33,8 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.plan import build_plan
 
-    listify = (lambda v: [v] if isinstance(v, str) else (list(v) if v is not None else None))
+    def listify(v: str | Sequence[str] | None) -> list[str] | None:
+        return [v] if isinstance(v, str) else (list(v) if v is not None else None)
     custom = FunctionWorkload(fn, inputs, name=name, reference=reference, rel_tolerance=rel_tolerance,
                               flops=flops, bytes_moved=bytes_moved, dtypes=listify(dtypes))
     register_workload(custom)

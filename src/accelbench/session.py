@@ -198,7 +198,8 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
     """
     from accelbench.store.ceilings import measured_inventory
 
-    listify = (lambda v: [v] if isinstance(v, str) else v)
+    def listify(v: str | list[str] | None) -> list[str] | None:
+        return [v] if isinstance(v, str) else v
     loaded = load_backends(listify(backends))
     host_memory = _host_memory_bytes()
     inventory = measured_inventory(db_path=db)
