@@ -33,7 +33,8 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.plan import build_plan
 
-    listify = (lambda v: [v] if isinstance(v, str) else (list(v) if v is not None else None))
+    def listify(v: str | Sequence[str] | None) -> list[str] | None:
+        return [v] if isinstance(v, str) else (list(v) if v is not None else None)
     custom = FunctionWorkload(fn, inputs, name=name, reference=reference, rel_tolerance=rel_tolerance,
                               flops=flops, bytes_moved=bytes_moved, dtypes=listify(dtypes))
     register_workload(custom)
@@ -52,6 +53,6 @@ def workload(*, flops: float = 0.0, bytes_moved: float | None = None, reference:
         def bench_on(inputs: Sequence, **options) -> RunResults:
             return bench(fn, inputs, flops=flops, bytes_moved=bytes_moved, reference=reference,
                          rel_tolerance=rel_tolerance, name=name or fn.__name__, **options)
-        fn.bench = bench_on
+        setattr(fn, "bench", bench_on)  # a function's attributes are open; Callable declares none
         return fn
     return decorate

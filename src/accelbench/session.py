@@ -102,7 +102,7 @@ class BrokenBackend:
 def load_backends(names: list[str] | None = None) -> dict:
     from accelbench.backends.registry import BackendLoadError, backend_names, get_backend
 
-    loaded = {}
+    loaded: dict[str, Any] = {}  # Backend, or a BrokenBackend saying why it did not load
     for name in names or backend_names():
         try:
             loaded[name] = get_backend(name)
@@ -198,7 +198,8 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
     """
     from accelbench.store.ceilings import measured_inventory
 
-    listify = (lambda v: [v] if isinstance(v, str) else v)
+    def listify(v: str | list[str] | None) -> list[str] | None:
+        return [v] if isinstance(v, str) else v
     loaded = load_backends(listify(backends))
     host_memory = _host_memory_bytes()
     inventory = measured_inventory(db_path=db)

@@ -15,6 +15,7 @@ and the line. Read with tomllib (Python 3.11+; `tomli` on 3.10); written by the 
 from __future__ import annotations
 
 import math
+import sys
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -36,14 +37,14 @@ def settings_path(environ: Mapping[str, str] | None = None, platform: str | None
 
 
 def _tomllib() -> Any:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise UsageError("reading the settings file on Python 3.10 needs tomli: pip install tomli") from None
-    return tomllib
+        return tomllib
+    try:  # Python 3.10
+        import tomli
+    except ModuleNotFoundError:
+        raise UsageError("reading the settings file on Python 3.10 needs tomli: pip install tomli") from None
+    return tomli
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-import pytest
 """After a run, `accelbench info` shows the measured ceilings next to formula and table figures."""
 import json
 import os
 import sqlite3
+
+import pytest
 
 from accelbench.cli.main import main
 

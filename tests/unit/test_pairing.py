@@ -52,7 +52,8 @@ class _Load:
     """Busy subprocesses pinned to one core, stopped and started together."""
 
     def __init__(self, core: int, count: int) -> None:
-        pin = (lambda: os.sched_setaffinity(0, {core}))
+        def pin() -> None:
+            os.sched_setaffinity(0, {core})
         self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin)
                           for _ in range(count)]
         self.running = True

@@ -156,7 +156,9 @@ class LazyFramework:
     install_hint: str = ""
 
     def _init_framework(self, module: Any = None) -> None:
-        self._module, self._failure, self._import_tried = module, None, False
+        self._module: Any = module
+        self._failure: str | None = None
+        self._import_tried = False
 
     def _load_framework(self) -> Any:
         if self._module is None:
@@ -189,29 +191,29 @@ class ArrayNamespaceOps(Backend):
     def _xp(self, array: Any) -> Any:
         raise NotImplementedError
 
-    def matmul(self, a, b, out=None):
+    def matmul(self, a: Any, b: Any, out: Any = None) -> Any:
         xp = self._xp(a)
         return xp.matmul(a, b, out=out) if out is not None else xp.matmul(a, b)
 
-    def copy(self, a, out):
+    def copy(self, a: Any, out: Any) -> Any:
         out[...] = a
         return out
 
-    def scale(self, a, scalar, out):
+    def scale(self, a: Any, scalar: float, out: Any) -> Any:
         return self._xp(a).multiply(a, scalar, out=out)
 
-    def add(self, a, b, out):
+    def add(self, a: Any, b: Any, out: Any) -> Any:
         return self._xp(a).add(a, b, out=out)
 
-    def triad(self, a, b, scalar, out):
+    def triad(self, a: Any, b: Any, scalar: float, out: Any) -> Any:
         xp = self._xp(a)
         xp.multiply(b, scalar, out=out)
         return xp.add(out, a, out=out)
 
-    def total(self, a):
+    def total(self, a: Any) -> Any:
         return self._xp(a).sum(a)
 
-    def elementwise(self, a, out):
+    def elementwise(self, a: Any, out: Any) -> Any:
         xp = self._xp(a)
         xp.multiply(a, a, out=out)
         return xp.add(out, a, out=out)

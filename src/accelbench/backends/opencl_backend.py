@@ -251,7 +251,7 @@ class OpenCLBackend(OpenCLKernelOps, Backend):
 def _is_mapped(array: np.ndarray) -> bool:
     """Whether `array` (or what it views) is a mapped OpenCL buffer, i.e. already pinned."""
     cl = pyopencl()
-    base = array
+    base: Any = array
     while base is not None:
         if isinstance(base, cl.MemoryMap):
             return True

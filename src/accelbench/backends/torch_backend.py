@@ -131,7 +131,7 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         if _safely(torch.cuda.is_available, False):
             kind = self._gpu_kind()
             for index in range(_safely(torch.cuda.device_count, 0)):
-                capability = _safely(lambda i=index: tuple(torch.cuda.get_device_capability(i)), None)
+                capability = _safely(lambda: tuple(torch.cuda.get_device_capability(index)), None)  # called now
                 why = self._capability_reason(capability) if kind == "cuda" and capability else None
                 if why:  # torch lists it, but every kernel would fail with "no kernel image"
                     self._unsupported[f"{kind}:{index}"] = why

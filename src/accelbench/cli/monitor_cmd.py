@@ -13,6 +13,10 @@ import json
 import sys
 import time
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 from accelbench.terminal import printable
 
@@ -193,11 +197,12 @@ class LiveOutput(PlainOutput):
         from accelbench.terminal import console
 
         self.console = console()
-        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self.live: Live | None = Live(console=self.console, auto_refresh=False, transient=False)
         self.live.start()
 
     def frame(self, sampler) -> None:
-        self.live.update(self._table(sampler), refresh=True)
+        if self.live is not None:  # None once closed
+            self.live.update(self._table(sampler), refresh=True)
 
     def _table(self, sampler):
         from rich.console import Group

@@ -6,6 +6,10 @@ the target. An unknown target exits 2 listing the accepted names.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 
 def add_arguments(parser) -> None:
@@ -60,9 +64,10 @@ def _render(report) -> None:
     for assumption in report.assumptions:
         console.print(f"  • {literal(assumption)}")
     table = Table(show_edge=False, pad_edge=False)
-    for header, justify in (("spec", "left"), ("measured here", "right"), ("bound here", "left"),
-                            ("efficiency here", "right"), ("projected", "right"), ("bound there", "left"),
-                            ("× projected", "right"), ("assumes", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("spec", "left"), ("measured here", "right"), ("bound here", "left"), ("efficiency here", "right"),
+        ("projected", "right"), ("bound there", "left"), ("× projected", "right"), ("assumes", "left"))
+    for header, justify in columns:
         table.add_column(header, justify=justify, overflow="fold")
     for p in report.projections:
         here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Literal
 
 CANCELLED = 1
 
@@ -99,14 +100,14 @@ def _unknown(text: str, ids: list[str]) -> str:
     return ", ".join(repr(i) for i in items if i not in ids and not i.isdigit()) or repr(text)
 
 
-def _parse_answer(text: str, ids: list[str]) -> list[str] | None | bool:
+def _parse_answer(text: str, ids: list[str]) -> list[str] | None | Literal[False]:
     """Device ids for "1", "1,3", "cuda:0", "all" (None); False when any part is not accepted."""
     items = [i.strip() for i in text.split(",") if i.strip()]
     if not items:
         return False
     if items == ["all"]:
         return None
-    chosen = []
+    chosen: list[str] = []
     for item in items:
         if item.isdigit() and 1 <= int(item) <= len(ids):
             chosen.append(ids[int(item) - 1])
@@ -117,7 +118,7 @@ def _parse_answer(text: str, ids: list[str]) -> list[str] | None | bool:
     return list(dict.fromkeys(chosen))
 
 
-def _ask_devices(ids: list[str], current: list[str] | None) -> list[str] | None | bool:
+def _ask_devices(ids: list[str], current: list[str] | None) -> list[str] | None | Literal[False]:
     """Ask until the answer is valid; an empty answer keeps the current choice; False on end of input."""
     numbers = f"1-{len(ids)}" if len(ids) > 1 else "1"
     default = ",".join(str(ids.index(d) + 1) for d in current if d in ids) if current else "all"

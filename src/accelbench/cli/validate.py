@@ -11,6 +11,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 MAX_SEED = 2**32 - 1  # numpy, torch, jax and cuRAND all take a 32-bit seed
 SECONDS_PER_DAY = 86_400.0
@@ -22,7 +23,10 @@ def _refused(text: str, accepted: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"{text!r} is not accepted; accepted: {accepted}")
 
 
-def _named(check: Callable[[str], object], name: str) -> Callable[[str], object]:
+_Value = TypeVar("_Value")
+
+
+def _named(check: Callable[[str], _Value], name: str) -> Callable[[str], _Value]:
     check.__name__ = name  # argparse names the type in some of its own messages
     return check
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -26,11 +27,6 @@ from typing import Any
 from accelbench.cluster.states import JobState
 from accelbench.cluster.targets import Target
 from accelbench.errors import UsageError
-
-try:
-    import fcntl
-except ImportError:  # Windows: gathering a copied folder there needs no lock against sbatch users
-    fcntl = None
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "accelbench-cluster-manifest"
@@ -142,7 +138,9 @@ def load_manifest(results_dir: str | Path) -> list[JobRecord]:
 def _locked(results_dir: Path) -> Iterator[None]:
     results_dir.mkdir(parents=True, exist_ok=True)
     with open(results_dir / LOCK_NAME, "a") as lock:
-        if fcntl is not None:
+        if sys.platform != "win32":  # Windows: gathering a copied folder there needs no lock against sbatch users
+            import fcntl
+
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
 

@@ -10,6 +10,7 @@ Values that reach bash (run arguments, the interpreter, the results folder) are 
 from __future__ import annotations
 
 import re
+from typing import overload
 
 from accelbench.errors import UsageError
 
@@ -48,6 +49,14 @@ RULES: dict[str, tuple[re.Pattern, str]] = {
 def shown(value: object) -> str:
     """A value as an error line shows it: quoted, its control characters escaped (one line)."""
     return repr(str(value))
+
+
+@overload
+def check_option(option: str, value: str) -> str: ...
+@overload
+def check_option(option: str, value: None) -> None: ...
+@overload
+def check_option(option: str, value: str | None) -> str | None: ...
 
 
 def check_option(option: str, value: str | None) -> str | None:

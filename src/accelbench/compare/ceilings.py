@@ -72,6 +72,7 @@ def run_best_rates(run: RunData) -> list[BestRate]:
     for (device, metric), ceiling in best_ceilings(((m, run.run_id) for m in run.measurements),
                                                    run_devices(run)).items():
         spec = ceiling.spec
+        metrics: tuple[str, ...]
         if metric == BANDWIDTH:
             what, metrics = spec.workload, (BANDWIDTH,)
         else:

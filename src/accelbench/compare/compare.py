@@ -90,6 +90,8 @@ class SpecComparison:
     def why_slower(self) -> str:
         """Why a "slower" verdict stands: its interval, the noise band it cleared, the rank test."""
         ci, band = self.speedup, self.noise
+        if ci is None:
+            raise ValueError(f"{self.label}: a {self.verdict} comparison has no interval to explain")
         cleared = "" if band is None else f", outside the run-to-run noise band {band.text()}"
         return (f"{self.factor_text()}, 95% interval [{1 / ci.high:.3f}–{1 / ci.low:.3f}]× the time{cleared}, "
                 f"Mann–Whitney p={self.p_value:.2g}")
@@ -127,16 +129,15 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
     if failed:
         return SpecComparison(spec, "excluded", note="; ".join(failed), result_verdicts=(a.status, b.status))
     median_a, median_b = stats.median(a.samples_s), stats.median(b.samples_s)
-    base = dict(median_a_s=median_a, median_b_s=median_b, n_a=len(a.samples_s), n_b=len(b.samples_s))
+    n_a, n_b = len(a.samples_s), len(b.samples_s)
     if median_a <= 0 or median_b <= 0:
-        return SpecComparison(spec, "excluded", note="a median time of zero: no ratio", **base)
-    base["noise"] = noise
+        return SpecComparison(spec, "excluded", median_a, median_b, n_a, n_b, note="a median time of zero: no ratio")
     if a.threads != b.threads:  # what the BLAS really ran with, read back during the measurement
         note = _join(note, f"threads read back: {a.threads} in A, {b.threads} in B")
     ci = stats.speedup_ci(a.samples_s, b.samples_s)
     test = stats.mann_whitney(a.samples_s, b.samples_s)
     verdict = verdict_of(ci, test, same_within=same_within, alpha=alpha)
-    if min(base["n_a"], base["n_b"]) < MIN_SAMPLES:
+    if min(n_a, n_b) < MIN_SAMPLES:
         verdict, note = "inconclusive", _join(note, f"too few samples for a verdict (need {MIN_SAMPLES})")
     noisy = [name for name, m in (("A", a), ("B", b)) if m.status != "valid"]
     if noisy and verdict in ("faster", "slower"):  # a disturbed measurement never carries a verdict
@@ -145,10 +146,10 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
                            + "; ".join(f"{m.status}: {m.verdict_reasons[0]}" for name, m in (("A", a), ("B", b))
                                        if name in noisy and m.verdict_reasons) + ")")
     within_noise = verdict in ("faster", "slower") and noise is not None and not noise.clears(ci)
-    if within_noise:  # a change of the size identical runs show on this machine is not a finding
+    if within_noise and noise is not None:  # a change of the size identical runs show on this machine is not a finding
         verdict, note = "inconclusive", _join(note, f"within run-to-run noise ({noise.text()})")
-    return SpecComparison(spec, verdict, within_noise=within_noise, speedup=ci, p_value=test.p_value, note=note,
-                          result_verdicts=(a.status, b.status), **base)
+    return SpecComparison(spec, verdict, median_a, median_b, n_a, n_b, within_noise=within_noise, speedup=ci,
+                          p_value=test.p_value, note=note, result_verdicts=(a.status, b.status), noise=noise)
 
 
 def _join(*notes: str) -> str:
@@ -195,9 +196,10 @@ def _all_cores(measurements: list[Measurement]) -> dict[str, Measurement]:
     """CPU specs run on every thread their run used (more than one), keyed without the count."""
     most: dict[str, int] = {}
     for m in measurements:
-        if _threads(m) is not None:
+        threads = _threads(m)
+        if threads is not None:
             key = _without_threads(m.spec)
-            most[key] = max(most.get(key, 0), _threads(m))
+            most[key] = max(most.get(key, 0), threads)
     return {_without_threads(m.spec): m for m in measurements
             if _threads(m) is not None and _threads(m) == most[_without_threads(m.spec)] > 1}
 
@@ -266,7 +268,7 @@ class Comparison:
         """"12 same, 1 slower (matmul numpy@cpu n=2000: 1.31× slower), 0 faster, 2 inconclusive"."""
         parts = [f"{len(self.by_verdict('same'))} same"]
         for verdict in ("slower", "faster"):
-            rows = sorted(self.by_verdict(verdict), key=lambda r: abs(math.log(r.speedup.ratio)), reverse=True)
+            rows = sorted(self.by_verdict(verdict), key=_change_size, reverse=True)
             detail = ", ".join(f"{r.label}: {r.factor_text()}" for r in rows[:shown])
             if len(rows) > shown:
                 detail += f" and {len(rows) - shown} more"
@@ -340,3 +342,8 @@ def _stored_history(a: RunData, b: RunData, spec_keys: list[str]) -> dict[str, l
         return {}
     return run_noise.stored_history(b.source, a.hostname, spec_keys, candidate_run_id=b.run_id,
                                     started_until=b.started_at)
+
+
+def _change_size(comparison: SpecComparison) -> float:
+    """How far from 1 the speed-up is, either way (0 without one)."""
+    return abs(math.log(comparison.speedup.ratio)) if comparison.speedup is not None else 0.0

@@ -102,7 +102,7 @@ def pair_band(log_ratios: list[float], group: str, *, shift_is_noise: bool) -> N
 FLOOR_ONLY = NoiseBand(PAIR_FLOOR, "floor", 2, specs=0, detail=f"fewer than {MIN_GROUP_SPECS} comparable specs")
 
 
-def _groups(m: Measurement) -> tuple[tuple[str, str], ...]:
+def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
     """The groups a spec's pair estimate may come from, narrowest first."""
     s = m.spec
     return (((s.workload, s.backend, s.device), f"{s.workload} {s.backend}@{s.device}"),
@@ -115,7 +115,7 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
     usable = [(a, b) for a, b in pairs if a.valid and b.valid and a.samples_s and b.samples_s
               and stats.median(a.samples_s) > 0 and stats.median(b.samples_s) > 0]
     log_ratio = {a.spec.key: math.log(stats.median(a.samples_s) / stats.median(b.samples_s)) for a, b in usable}
-    members: dict[tuple, list[float]] = {}
+    members: dict[tuple[str, ...], list[float]] = {}
     for a, _ in usable:
         for key, _label in _groups(a):
             members.setdefault(key, []).append(log_ratio[a.spec.key])

@@ -66,8 +66,11 @@ class Ceiling:
 
 def roofline_time_s(flops: float, bytes_moved: float, peak_flops: float | None, bandwidth: float | None) -> float:
     """The roofline bound; a term with no work needs no ceiling."""
-    compute_s = flops / peak_flops if flops else 0.0
-    memory_s = bytes_moved / bandwidth if bytes_moved else 0.0
+    if (flops and not peak_flops) or (bytes_moved and not bandwidth):
+        raise ValueError(f"roofline of {flops} flop and {bytes_moved} bytes needs both ceilings, "
+                         f"got {peak_flops} flop/s and {bandwidth} B/s")
+    compute_s = flops / peak_flops if flops and peak_flops else 0.0
+    memory_s = bytes_moved / bandwidth if bytes_moved and bandwidth else 0.0
     return max(compute_s, memory_s)
 
 

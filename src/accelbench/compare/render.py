@@ -4,7 +4,7 @@ The summary line is printed last, on its own, so it is what a CI log shows at th
 """
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from accelbench.compare.ceilings import BANDWIDTH, run_best_rates
@@ -23,7 +23,7 @@ def _styled(verdict: str) -> str:
     return f"[{style}]{verdict}[/]" if style else verdict
 
 
-def _table(title: str, columns: list[tuple[str, str]]) -> Table:
+def _table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for header, justify in columns:
         table.add_column(header, justify=justify, overflow="fold")
@@ -121,10 +121,10 @@ def _render_datasheet_shares(run: RunData, console: Console) -> None:
     if not rates:
         console.print("No verified matmul or stream result in this run: nothing to set against datasheet peaks.")
         return
+    rate_columns: list[tuple[str, JustifyMethod]] = [
+        (f"{escape(r.what)} on {escape(r.device)}\n{format_si(r.rate, r.unit)}", "right") for r in rates]
     table = _table("[bold]Your best rates as a share of datasheet peaks[/] (per device)",
-                   [("datasheet device", "left")] + [(f"{escape(r.what)} on {escape(r.device)}\n"
-                                                      f"{format_si(r.rate, r.unit)}", "right")
-                                                    for r in rates])
+                   [("datasheet device", "left"), *rate_columns])
     shares = [{s.row.key: s for s in datasheet_shares(r)} for r in rates]
     for row in datasheets.rows():
         cells = [_share_text(by_key.get(row.key)) for by_key in shares]

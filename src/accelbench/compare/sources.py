@@ -35,7 +35,7 @@ class RunData:
     def devices(self) -> dict[str, dict[str, Any]]:
         """Device id -> the inventory's record of it (name, properties, peaks), as stored."""
         inventory = self.machine.get("inventory") or {}
-        return {d.get("id"): d for d in inventory.get("devices", []) if isinstance(d, dict)}
+        return {str(d.get("id")): d for d in inventory.get("devices", []) if isinstance(d, dict)}
 
     def device_name(self, device_id: str) -> str:
         return str(self.devices().get(device_id, {}).get("name") or device_id)

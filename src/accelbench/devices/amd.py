@@ -287,7 +287,7 @@ def read_sysfs(root: str = "/") -> list[dict[str, Any]]:
 
 def _visible(env: Mapping[str, str], count: int) -> tuple[list[int], list[str]]:
     """ROCR_VISIBLE_DEVICES filters first, then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES) within it."""
-    order, warnings = list(range(count)), []
+    order, warnings = list(range(count)), list[str]()
     hip_variable = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in env else "CUDA_VISIBLE_DEVICES"
     for variable in ("ROCR_VISIBLE_DEVICES", hip_variable):
         if variable in env:

@@ -9,6 +9,7 @@ numbers differ too much between generations (64 vs 128 vs 192 cores per SM, FP64
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -69,7 +70,7 @@ _TABLE: dict[str, CudaArch] = {a.compute_capability: a for a in (
 )}
 
 
-def normalize(compute_capability: str | tuple[int, int] | list[int]) -> str:
+def normalize(compute_capability: str | Sequence[int]) -> str:
     """"8.6" from "8.6", (8, 6), [8, 6] or "sm_86"."""
     if isinstance(compute_capability, (tuple, list)):
         major, minor = compute_capability
@@ -80,7 +81,7 @@ def normalize(compute_capability: str | tuple[int, int] | list[int]) -> str:
     return text
 
 
-def lookup(compute_capability: str | tuple[int, int] | list[int]) -> tuple[CudaArch | None, str | None]:
+def lookup(compute_capability: str | Sequence[int]) -> tuple[CudaArch | None, str | None]:
     """(architecture, None) for a known compute capability, (None, warning) for an unknown one."""
     key = normalize(compute_capability)
     arch = _TABLE.get(key)

@@ -167,8 +167,7 @@ class RecordedNvml:
     def from_file(cls, path: str | Path) -> "RecordedNvml":
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
 
-    @staticmethod
-    def _answer(value: Any) -> Any:
+    def _answer(self, value: Any) -> Any:
         if isinstance(value, dict) and "error" in value:
             raise NvmlError(value["error"], value.get("message", ""))
         return value

@@ -93,7 +93,7 @@ def _cuda_devices(torch: Any, light_devices: Sequence[Device], env: Mapping[str,
         props = cuda.get_device_properties(index)
         light = _light_match(prefix, _bare_uuid(getattr(props, "uuid", "")), light_devices)
         if light is not None:
-            device_id, warnings = light.id, []
+            device_id, warnings = light.id, list[str]()
         else:
             device_id, warnings = accelerator_id(prefix, index, env)
         devices.append(_gpu_device(torch, index, props, device_id, light, warnings, hip))
@@ -181,7 +181,7 @@ def _xpu_devices(torch: Any) -> list[Device]:
     devices = []
     for index in range(xpu.device_count()):
         props = xpu.get_device_properties(index)
-        properties = {"memory_total_bytes": int(props.total_memory), "torch_index": index,
+        properties: dict[str, Any] = {"memory_total_bytes": int(props.total_memory), "torch_index": index,
                       "torch_version": str(torch.__version__)}
         for attribute, name in (("max_compute_units", "compute_unit_count"), ("gpu_eu_count", "eu_count"),
                                 ("driver_version", "driver_version"), ("platform_name", "platform_name")):

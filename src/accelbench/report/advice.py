@@ -49,8 +49,8 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def _n(size: float) -> str:
-    return f"{size:,.0f}"
+def _n(size: float | None) -> str:
+    return "?" if size is None else f"{size:,.0f}"
 
 
 # -- break-even --------------------------------------------------------------------------------
@@ -59,7 +59,7 @@ def _curve(items: list[Row], attr: str) -> tuple[Curve, list[Row]] | None:
     kept = [r for r in items if getattr(r, attr) is not None and size_of(r.spec)]
     if len(kept) < 2:
         return None
-    return Curve(tuple(size_of(r.spec) for r in kept), tuple(getattr(r, attr) for r in kept)), kept
+    return Curve(tuple(size_of(r.spec) or 0.0 for r in kept), tuple(getattr(r, attr) for r in kept)), kept
 
 
 def break_even(rows: list[Row]) -> list[Finding]:
@@ -105,6 +105,8 @@ def _break_even_finding(label, dtype, resident, e2e) -> Finding | None:
 
 def _crossing_text(subject, curve: Curve, kept: list[Row], kind_word: str, numbers: dict) -> str:
     crossing = find_crossing(curve)
+    if crossing is None:
+        raise ValueError(f"{subject}: asked to describe a break-even the curve does not cross")
     i = crossing.index
     below, above = curve.ratios[i], curve.ratios[i + 1]
     numbers.update(break_even_n=crossing.size, n_below=curve.sizes[i], n_above=curve.sizes[i + 1],
@@ -175,8 +177,8 @@ def bandwidth_ceiling(rows: list[Row], device) -> tuple[float, str] | None:
     """The best stream rate measured on a device (B/s), else a stored measured figure."""
     streams = [r for r in valid_rows(rows, "stream") if r.spec.device == getattr(device, "id", device) and r.rate]
     if streams:
-        best = max(streams, key=lambda r: r.rate)
-        return best.rate, f"best stream ({best.spec.param('kernel')}, {series_label(best.spec)})"
+        rate, best = max(((r.rate, r) for r in streams if r.rate), key=lambda pair: pair[0])
+        return rate, f"best stream ({best.spec.param('kernel')}, {series_label(best.spec)})"
     stored = device.peak("memory_bandwidth", "measured") if hasattr(device, "peak") else None
     return (stored.value, "stored measured bandwidth") if stored else None
 
@@ -189,7 +191,7 @@ def boundedness(rows: list[Row], devices: dict) -> list[Finding]:
         if finding:
             out.append(finding)
     byte_rows = [r for r in valid_rows(rows) if r.rate_unit == "B/s" and r.metric == "memory_bandwidth"
-                 and r.spec.workload != "stream"]
+                 and r.spec.workload != "stream" and r.rate]
     for key, row in _best_by(byte_rows, lambda r: (r.spec.device, r.spec.workload, r.spec.param("dtype"))).items():
         ceiling = bandwidth_ceiling(rows, devices.get(row.spec.device) or row.spec.device)
         if ceiling:
@@ -240,7 +242,7 @@ def _bound_by_ridge(intensity: float, peak: float, bandwidth: float | None, numb
 def _per_thread_share(row: Row, sheet, numbers: dict) -> str:
     """A result on fewer threads than the peak's cores is judged against their share of it too."""
     threads, cores = row.measurement.threads, sheet.inputs.get("cores")
-    if not threads or not isinstance(cores, (int, float)) or threads >= cores:
+    if not threads or not isinstance(cores, (int, float)) or threads >= cores or row.of_datasheet is None:
         return ""
     share = row.of_datasheet * cores / threads
     numbers["fraction_of_threads_share"] = share
@@ -249,6 +251,8 @@ def _per_thread_share(row: Row, sheet, numbers: dict) -> str:
 
 
 def _memory_finding(row: Row, bandwidth_b_per_s: float, source: str) -> Finding:
+    if row.rate is None:
+        raise ValueError(f"{row.spec.key}: no rate to set against the bandwidth")
     share = row.rate / bandwidth_b_per_s
     intensity = row.measurement.work.intensity_flop_per_byte or 0.0
     where = f"{row.spec.workload} {row.spec.param('dtype')} on {series_label(row.spec)}"
@@ -276,7 +280,9 @@ def precision(rows: list[Row]) -> list[Finding]:
     for dtype, series in matmul_series(rows).items():
         for label, items in series.items():
             for row in items:
-                by_series[label][dtype][size_of(row.spec)] = row
+                size = size_of(row.spec)
+                if size is not None:
+                    by_series[label][dtype][size] = row
     out = []
     for label, by_dtype in by_series.items():
         if "float32" not in by_dtype:

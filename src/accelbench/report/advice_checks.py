@@ -82,7 +82,7 @@ def thread_baseline(rows: list[Row], devices: dict, machine: dict) -> list[Findi
              and r.measurement.threads < cores]
     if not short:
         return []
-    threads = min(r.measurement.threads for r in short)
+    threads = min(r.measurement.threads or cores for r in short)  # all set: `short` keeps only those
     return [Finding("cpu_baseline_threads", WARNING, (
         f"The CPU baseline ran on {threads} thread(s) but {cores} CPUs are usable: speed-ups against "
         f"the CPU are overstated by up to {cores / threads:.1f}× ({len(short)} baseline result(s)). "
@@ -108,7 +108,8 @@ def unstable(rows: list[Row], rigor: str | None) -> list[Finding]:
     flagged = {id(r) for items in kinds.values() for r in items}
     if not flagged:
         return []
-    parts, numbers = [], {"flagged": len(flagged), "total": len(rows)}
+    parts: list[str] = []
+    numbers: dict[str, Any] = {"flagged": len(flagged), "total": len(rows)}
     if kinds["iqr"]:
         worst = max(kinds["iqr"], key=lambda r: r.summary.rel_iqr)
         parts.append(f"{len(kinds['iqr'])} with an IQR above {IQR_UNSTABLE:.0%} of the median (worst: "
@@ -148,17 +149,17 @@ def _what_helps(rigor: str | None, numbers: dict[str, Any]) -> str:
 def cpu_scaling(rows: list[Row]) -> list[Finding]:
     """One thread beating all cores means the cores were busy elsewhere (or the work too small):
     the 'all cores' baseline is then slow, and every speed-up against it flattering."""
-    one = [r for r in rows if r.baseline_role == "cpu_one_thread" and r.speedup_all is not None]
-    faster = [r for r in one if r.speedup_all.verdict() == "faster"]
+    one = [(r, r.speedup_all) for r in rows if r.baseline_role == "cpu_one_thread" and r.speedup_all is not None]
+    faster = [(r, ci) for r, ci in one if ci.verdict() == "faster"]
     if not faster:
         return []
-    worst = max(faster, key=lambda r: r.speedup_all.ratio)
+    worst, worst_ci = max(faster, key=lambda pair: pair[1].ratio)
     threads = max((r.measurement.threads or 0 for r in rows if r.baseline_role == "cpu_all_cores"), default=0)
     return [Finding("cpu_scaling", WARNING, (
         f"numpy on one thread beat numpy on {threads} threads in {len(faster)} of {len(one)} comparisons "
-        f"(up to {worst.speedup_all.ratio:.2f}× [{worst.speedup_all.low:.2f}–{worst.speedup_all.high:.2f}], "
+        f"(up to {worst_ci.ratio:.2f}× [{worst_ci.low:.2f}–{worst_ci.high:.2f}], "
         f"{worst.spec.workload} {_params(worst.spec)}): the cores were busy with other work, or these sizes "
         f"are too small to share; speed-ups against the all-cores baseline are flattered. "
         f"Rerun on a quieter machine."),
         {"faster_on_one_thread": len(faster), "compared": len(one), "all_cores_threads": threads,
-         "worst_ratio": worst.speedup_all.ratio})]
+         "worst_ratio": worst_ci.ratio})]

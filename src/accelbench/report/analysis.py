@@ -91,7 +91,8 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
         key = baseline_key(m)
         rows.append(Row(
             measurement=m, summary=summary, rate=rate, rate_unit=unit, metric=metric,
-            of_measured=rate / best[(m.spec.device, metric)] if rate and (m.spec.device, metric) in best else None,
+            of_measured=rate / best[(m.spec.device, metric)] if rate and metric and (m.spec.device, metric) in best
+            else None,
             of_datasheet=rate / sheet.value if rate and sheet else None,
             datasheet_provenance=sheet.provenance if sheet else None,
             speedup_all=speedups.get(id(m), {}).get(CPU_ALL_CORES),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from accelbench.report.advice import findings
+from accelbench.report.advice import Finding, findings
 from accelbench.report.data import RunData, load_runs
 
 HTML_NAME = "report.html"
@@ -18,7 +18,7 @@ class ReportFiles:
     run_ids: list[str] = field(default_factory=list)
 
 
-def run_findings(run: RunData):
+def run_findings(run: RunData) -> list[Finding]:
     return findings(run.rows, run.devices, run.machine, rigor=run.info.selection.get("rigor"))
 
 
@@ -36,13 +36,13 @@ def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out / HTML_NAME, run_ids=[r.run_id for r in runs])
-    found = []
+    found: list[list[Finding]] = []
     drawn = draw_all(runs, meanwhile=lambda: found.extend(run_findings(run) for run in runs))
     sections = []
     for run, figures, run_found in zip(runs, drawn, found):
         names = {}
         for figure in figures:
-            if not figure.present:
+            if figure.png is None:  # not figure.present
                 files.missing.append(f"{run.run_id}: {figure.note}")
                 continue
             # one run: plain names; several: the run id keeps them apart

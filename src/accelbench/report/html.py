@@ -76,7 +76,7 @@ def findings_html(found: list[Finding]) -> str:
 
 
 def figure_html(figure: FigureResult, file_name: str | None, run_id: str = "") -> str:
-    if not figure.present:
+    if figure.png is None:  # not figure.present
         return f'<h3>{esc(figure.title)}</h3><p class="missing">No figure: {esc(figure.note)}.</p>'
     saved = f' Also saved as <code>{esc(file_name)}</code>.' if file_name else ""
     return (f'<figure id="fig-{esc(run_id)}-{esc(figure.name)}"><h3>{esc(figure.title)}</h3>'

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -79,11 +79,14 @@ def _percent(value: float | None) -> str:
 
 def workload_table(workload: str, rows: list[Row]) -> Table:
     table = Table(title=f"[bold]{workload}[/]", title_justify="left", show_edge=False, pad_edge=False)
-    columns = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
+    columns: list[tuple[str, JustifyMethod]] = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
                ("% of peak: measured / datasheet", "right"), ("× vs CPU all cores", "right")]
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
-    columns += [("× vs 1 core", "right")] * with_one + [("× end-to-end vs all cores", "right")] * with_e2e
+    if with_one:
+        columns.append(("× vs 1 core", "right"))
+    if with_e2e:
+        columns.append(("× end-to-end vs all cores", "right"))
     with_extra = any(headline_extras(r.measurement.extra, median_s=r.summary.median_s) for r in rows)
     columns += [("workload figures", "left")] * with_extra
     for header, justify in columns:

@@ -129,6 +129,7 @@ def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], 
             best = (fresh_s, warm_s)
         if fresh_s <= max(FRESH_FACTOR * warm_s, warm_s + FRESH_SLACK_S):
             return check, fresh_s, []
+    assert best is not None  # FRESH_ATTEMPTS >= 1: the loop ran
     fresh_s, warm_s = best
     return check, fresh_s, [Finding(INVALID, f"a call on new inputs took {format_seconds(fresh_s)}, "
                                              f"{fresh_s / max(warm_s, 1e-12):,.0f}× a call on inputs seen before "

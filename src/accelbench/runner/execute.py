@@ -145,7 +145,8 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     if prepared.self_timed is not None:
         with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
             timed = prepared.self_timed(rigor=rigor)
-        measurement, findings = _self_timed(item, workload, prepared, timed, window.summary_for(watched) if sampler else {})
+        measurement, findings = _self_timed(item, workload, prepared, timed,
+                                            window.summary_for(watched) if window is not None else {})
         return contention.attach(measurement, findings, {"compute": busy.result}, device)
 
     clock = clock or PerfCounterClock()
@@ -158,7 +159,7 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
         compute = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state,
                           calls_per_block=prepared.calls_per_block, min_samples=prepared.min_samples)
-    telemetry = window.summary_for(watched) if sampler else {}
+    telemetry = window.summary_for(watched) if window is not None else {}
     timings: dict[str, Timing] = {"compute": compute}
     windows = {"compute": busy.result}  # what other processes did during each phase's timing
     others = {"to_device": prepared.to_device, "to_host": prepared.to_host, "end_to_end": prepared.end_to_end()}

@@ -2,6 +2,9 @@
 store/ceilings.py applies the rules to what these queries return (a mixin of Store)."""
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from accelbench.results import Measurement
@@ -10,8 +13,9 @@ from accelbench.store.schema import measurement_from_row
 
 
 class CeilingRows:
-    _connection: Any
-    _write: Any
+    # provided by store.db.Store
+    _connection: Callable[[], sqlite3.Connection]
+    _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
 
     @_reported
     def ceiling_candidates(self, hostname: str) -> list[tuple[Measurement, str]]:

@@ -274,7 +274,8 @@ class Store(SpeedupStore, CeilingRows):
     @_reported
     def runs(self, limit: int | None = None) -> list[RunInfo]:
         """Stored runs, newest first, with their result and skip counts."""
-        sql, args = self._RUNS_SQL + self._NEWEST_FIRST, ()
+        sql = self._RUNS_SQL + self._NEWEST_FIRST
+        args: tuple[int, ...] = ()
         if limit is not None:
             sql, args = sql + " LIMIT ?", (int(limit),)
         return [self._run_info(row) for row in self._connection().execute(sql, args)]

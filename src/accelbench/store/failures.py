@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
 
 from accelbench.errors import UsageError
 from accelbench.store.opening import ACCEPTED
 
 
-def reported(method: Callable[..., Any]) -> Callable[..., Any]:
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def reported(method: _Method) -> _Method:
     """Turn SQLite failures after opening (damaged file, disk full, lock held too long) into a
     UsageError naming the file, instead of a traceback. Constraint errors stay as they are."""
     @functools.wraps(method)
@@ -22,4 +25,4 @@ def reported(method: Callable[..., Any]) -> Callable[..., Any]:
             hint = (" (damaged: restore it from a backup or an export file)"
                     if "malformed" in str(exc) or "not a database" in str(exc) else "")
             raise UsageError(f"results database {self.path}: {exc}{hint}; {ACCEPTED}") from exc
-    return wrapper
+    return cast(_Method, wrapper)  # functools.wraps keeps the signature mypy cannot see through

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from accelbench.results import PairedSamples
 from accelbench.store.schema import dumps, spec_from_row
@@ -15,6 +18,11 @@ from accelbench.store.schema import dumps, spec_from_row
 
 class SpeedupStore:
     """Mixed into store.db.Store: writing and reading a run's paired speed-ups."""
+
+    # provided by store.db.Store
+    _connection: Callable[[], sqlite3.Connection]
+    _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _require_run: Callable[[str], None]
 
     def add_speedup(self, run_id: str, paired: PairedSamples) -> int:
         """Store one speed-up's paired rounds (or why it was not paired); returns its row id.
@@ -57,14 +65,19 @@ class _Prefixed:
     def __init__(self, row: sqlite3.Row, prefix: str) -> None:
         self.row, self.prefix = row, prefix
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> Any:
         return self.row[self.prefix + name]
 
 
 def _paired_from_row(row: sqlite3.Row) -> PairedSamples:
     return PairedSamples(
-        kind=row["kind"], baseline=spec_from_row(_Prefixed(row, "a_")), baseline_phase=row["baseline_phase"],
-        candidate=spec_from_row(_Prefixed(row, "b_")), candidate_phase=row["candidate_phase"],
+        kind=row["kind"], baseline=spec_from_row(_as_row(row, "a_")), baseline_phase=row["baseline_phase"],
+        candidate=spec_from_row(_as_row(row, "b_")), candidate_phase=row["candidate_phase"],
         baseline_s=tuple(float(x) for x in json.loads(row["baseline_s_json"])),
         candidate_s=tuple(float(x) for x in json.loads(row["candidate_s_json"])),
         note=row["note"])
+
+
+def _as_row(row: sqlite3.Row, prefix: str) -> sqlite3.Row:
+    # spec_from_row only reads columns by name, which _Prefixed answers
+    return cast(sqlite3.Row, _Prefixed(row, prefix))

@@ -131,12 +131,12 @@ def rate_w(before: CounterReading, after: CounterReading) -> float | None:
     return delta / elapsed_s
 
 
-def time_refresh(readers: Mapping[str, Callable[[], float]], budget_s: float,
+def time_refresh(readers: Mapping[str, Callable[[], object]], budget_s: float,
                  clock: Callable[[], float] = time.perf_counter) -> dict[str, float | None]:
     """How often each counter refreshes: the median gap between the changes seen while reading all of
     them in a tight loop for at most budget_s. None for a counter seen to change fewer than 3 times."""
     ticks: dict[str, list[float]] = {name: [] for name in readers}
-    last: dict[str, float] = {}
+    last: dict[str, object] = {}  # compared for change only
     deadline = clock() + budget_s
     while readers and clock() < deadline and any(len(t) < 5 for t in ticks.values()):
         for name, read in readers.items():

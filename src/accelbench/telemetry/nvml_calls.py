@@ -106,14 +106,14 @@ class RecordedTelemetryNvml(RecordedNvml):
         self.clock = clock
         self.sample_calls: list[tuple[int, str, int]] = []
 
-    def _answer(self, value: Any) -> Any:  # type: ignore[override] - resolves series first
+    def _answer(self, value: Any) -> Any:  # resolves a series to the value at clock() first
         if isinstance(value, dict) and "series" in value:
             now_s = self.clock()
             past = [v for t, v in value["series"] if t <= now_s]
             if not past:
                 raise NvmlError("not_found", "no recorded value yet at this time")
             value = past[-1]
-        return RecordedNvml._answer(value)
+        return super()._answer(value)
 
     def utilization_percent(self, index: int) -> tuple[int, int]:
         gpu, memory = self._device(index, "utilization")

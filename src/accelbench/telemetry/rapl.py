@@ -64,7 +64,10 @@ class RaplSource(Source):
 
     def _zone(self, path: Path) -> _Zone | None:
         name = self._read(path / "name")
-        package, sub = _ZONE.fullmatch(path.name).groups()
+        matched = _ZONE.fullmatch(path.name)
+        if matched is None:  # the caller globbed only matching names
+            return None
+        package, sub = matched.groups()
         if sub is None and name.startswith("package"):
             counter, in_total = f"RAPL {name}", True
         elif sub is not None and name == "dram":

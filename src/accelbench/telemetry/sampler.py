@@ -40,9 +40,8 @@ class Window:
         self.sampler._open_window(self)
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.sampler._close_window(self)
-        return False
 
     @property
     def window_s(self) -> float | None:
@@ -177,9 +176,8 @@ class TelemetrySampler:
     def __enter__(self) -> "TelemetrySampler":
         return self.start()
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.stop()
-        return False
 
     def poll(self) -> list[Sample]:
         """Poll every source once now; the samples go to every open window and to `latest`."""

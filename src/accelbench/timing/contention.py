@@ -112,7 +112,7 @@ def own_cpu_s() -> float:
 
 
 def _threads_ns(proc: Path) -> dict[str, tuple[int, int]]:
-    found = {}
+    found: dict[str, tuple[int, int]] = {}
     try:
         tasks = list((proc / "self" / "task").iterdir())
     except OSError:
@@ -179,7 +179,7 @@ class Interference:
         return f"{others} during this measurement ({'; '.join(details)})"
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"window_s": self.window_s, "cores": self.cores, "others_cores": self.others_cores,
+        data: dict[str, Any] = {"window_s": self.window_s, "cores": self.cores, "others_cores": self.others_cores,
                 "others_share": self.others_share, "idle_cores": self.idle_cores,
                 "steal_share": self.steal_share, "run_wait_share": self.run_wait_share,
                 "load_1m": self.load_1m, "disturbed": self.disturbed}
@@ -223,7 +223,8 @@ class watch:
     """`with watch() as w: ...` then `w.result` is the window's Interference (never raises)."""
 
     def __init__(self, proc: Path = PROC):
-        self.proc, self.result = proc, None
+        self.proc = proc
+        self.result: Interference | None = None
         self._before: Snapshot | None = None
 
     def __enter__(self) -> "watch":
@@ -233,13 +234,12 @@ class watch:
             self._before = None
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> None:
         if self._before is not None:
             try:
                 self.result = between(self._before, snapshot(self.proc))
             except Exception:  # noqa: BLE001
                 self.result = None
-        return False
 
 
 # -- a run's notice -----------------------------------------------------------------------------

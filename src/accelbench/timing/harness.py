@@ -157,7 +157,7 @@ def _warm_up(run: _Run, target_s: float, overhead_s: float, fixed_calls: int | N
 def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> tuple[list[float], str]:
     """Blocks until the CI target is met, the budget is spent (after `min_samples` at least), or
     max_samples is reached."""
-    rigor, samples_s, ordered_s, next_batch_check = run.rigor, [], [], 0
+    rigor, samples_s, ordered_s, next_batch_check = run.rigor, list[float](), list[float](), 0
     min_samples = max(MIN_SAMPLES_ON_BUDGET, min(min_samples, rigor.max_samples))
     for _ in range(rigor.max_samples):
         sample_s = run.block_s(calls) / calls
@@ -189,7 +189,7 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     """
     clock = clock if clock is not None else PerfCounterClock()
     rigor = get_rigor(rigor)
-    run, warnings = _Run(call, synchronize, clock, rigor), []
+    run, warnings = _Run(call, synchronize, clock, rigor), list[str]()
     before = _read_state(state, warnings)
     synchronize()  # work queued before the measurement is not ours to count
     start_s = clock.now()

@@ -13,7 +13,10 @@ import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 CONFIDENCE = 0.95
 SAME_WITHIN = 0.02  # a speed-up interval inside 1 ± 2% is "same": finer claims are not credible
@@ -27,7 +30,7 @@ def _sorted(samples: Sequence[float]) -> list[float]:
     return data
 
 
-def quantile_presorted(data: Sequence[float], q: float) -> float:
+def quantile_presorted(data: Sequence[float] | NDArray[Any], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default), data already sorted."""
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile must be within [0, 1], got {q}")

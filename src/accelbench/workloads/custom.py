@@ -45,7 +45,7 @@ class FunctionWorkload(Workload):
         if not arrays or any(a.dtype.kind not in "fiu" for a in arrays):
             raise UsageError("bench: inputs must be one or more numeric arrays (numpy or convertible)")
         self.fn, self.inputs, self.reference = fn, arrays, reference
-        self.name = name or getattr(fn, "__name__", "function")
+        self.name = name or str(getattr(fn, "__name__", "function"))
         self.description = (fn.__doc__ or f"user function {self.name}").strip().splitlines()[0]
         self.rel_tolerance, self.flops = rel_tolerance, float(flops)
         self.bytes_moved = None if bytes_moved is None else float(bytes_moved)

@@ -66,7 +66,7 @@ def builtin_workload_class(name: str):
     """The class of a built-in workload (None for user functions, third parties' and unknown names),
     imported now; None too where its module needs a package that is not installed."""
     target = _targets().get(name)
-    if name in _INSTANCES or not is_builtin(target):
+    if name in _INSTANCES or target is None or not is_builtin(target):
         return None
     try:
         return import_target(target)

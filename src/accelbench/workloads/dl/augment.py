@@ -19,6 +19,7 @@ Written in plain torch ops: flip, crop (scale and shift) and rotation are one af
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -128,6 +129,7 @@ class _AugmentRun:
         self.rotation = Rotation(self.variant, self.judge)
         self.samples: dict[str, tuple[float, ...]] = {}
         self.verified: dict = {}
+        self.drawn: dict[int, Any] = {}  # variant key -> the random parameters of its last augmentation
 
     def variant(self, index: int) -> Variant:
         """Batch `index`: uint8 pixels in host memory (and on the device for the device path)."""
@@ -150,10 +152,10 @@ class _AugmentRun:
     def augment_batch(self, variant: Variant):
         """The timed call: new random parameters, the batch augmented (and, on the host path, copied)."""
         torch = self.torch
-        variant.parameters = draw_parameters(torch, self.generator, self.batch)
+        parameters = self.drawn[variant.key] = draw_parameters(torch, self.generator, self.batch)
         if self.where == "device":
-            return augment(torch, variant.inputs[0], variant.parameters)
-        images = augment(torch, torch.from_numpy(variant.hosts[0]), variant.parameters)
+            return augment(torch, variant.inputs[0], parameters)
+        images = augment(torch, torch.from_numpy(variant.hosts[0]), parameters)
         return self.backend.from_host(images.numpy(), self.device)
 
     def compute(self):
@@ -163,7 +165,8 @@ class _AugmentRun:
         """The output against the same transform in float64 on the CPU, on the same pixels and parameters."""
         torch = self.torch
         result = self.backend.to_host(out)
-        reference = augment(torch, torch.from_numpy(variant.hosts[0]), variant.parameters, torch.float64).numpy()
+        reference = augment(torch, torch.from_numpy(variant.hosts[0]), self.drawn[variant.key],
+                            torch.float64).numpy()
         error = relative_norm_error(result, reference)
         problems = _shape_problems(result, out, self.shape, torch)
         mirror_error = self.mirror_error(variant.hosts[0])

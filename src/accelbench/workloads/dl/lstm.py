@@ -74,7 +74,8 @@ class _Session:
         generator = training.seeded(self.seed)
         model = models.build_lstm().to(self.torch_device)
         optimizer = torch.optim.Adam(model.parameters(), lr=self.workload.learning_rate, eps=1e-7)
-        return training.Task(model, optimizer, torch.nn.CrossEntropyLoss(), *self.tensors,
+        x_train, y_train, x_val, y_val = self.tensors
+        return training.Task(model, optimizer, torch.nn.CrossEntropyLoss(), x_train, y_train, x_val, y_val,
                              batch=self.params["batch"], generator=generator)
 
     def _train(self) -> dict:
@@ -119,7 +120,7 @@ class _Session:
 
     def release(self) -> None:
         self.tensors.clear()
-        self.timed = self.run = None
+        del self.timed, self.run  # frees the model's device memory: Prepared.release is called once, last
 
     def prepared(self) -> Prepared:
         steps = step_check.TimedSteps(self.timed, self.backend, self.device)

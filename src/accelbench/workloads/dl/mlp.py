@@ -101,8 +101,9 @@ class ClassifierSession:
         generator = training.seeded(self.seed)
         model = self.workload.build().to(self.torch_device)
         autocast, scaler = (contextlib.nullcontext, None) if fp32 else (self.autocast, self.scaler())
+        x_train, y_train, x_val, y_val = self.tensors
         return training.Task(model, self.workload.optimizer(model.parameters()), torch.nn.CrossEntropyLoss(),
-                             *self.tensors, batch=self.params["batch"], autocast=autocast, scaler=scaler,
+                             x_train, y_train, x_val, y_val, batch=self.params["batch"], autocast=autocast, scaler=scaler,
                              generator=generator)
 
     def _train(self) -> training.TrainingRun:
@@ -133,7 +134,7 @@ class ClassifierSession:
 
     def release(self) -> None:
         self.tensors.clear()
-        self.timed = self.run = None
+        del self.timed, self.run  # frees the model's device memory: Prepared.release is called once, last
 
     def prepared(self) -> Prepared:
         steps = step_check.TimedSteps(self.timed, self.backend, self.device, self.dtype)

@@ -39,7 +39,8 @@ class TimedSteps:
         self.must_learn = must_learn
         self.batches = training.fixed_batches(task)
         self.position = self.steps_taken = 0
-        self.first_loss = self.last_loss = None
+        self.first_loss: float | None = None
+        self.last_loss: Any = None  # the last step's loss tensor, left on the device
         self.recorded: list | None = None     # (x, y) of each step since poison()
         self.snapshot: dict | None = None
         self.dropout_io: dict[str, list] = {}
@@ -111,7 +112,8 @@ class TimedSteps:
         problems = []
         if not math.isfinite(loss):
             problems.append(f"the last timed step returned a loss of {loss}: a stale or unwritten loss")
-        if self.must_learn and self.steps_taken >= LEARNING_STEPS and not loss < self.first_loss:
+        if self.must_learn and self.steps_taken >= LEARNING_STEPS and self.first_loss is not None \
+                and not loss < self.first_loss:
             problems.append(f"the loss did not fall in {self.steps_taken} timed steps: "
                             f"{self.first_loss:.4f} -> {loss:.4f}")
         scale = self.snapshot["scale"]
@@ -134,6 +136,7 @@ class TimedSteps:
         """(update error, last loss error, whether the timed steps moved any weight)."""
         import torch
 
+        assert self.snapshot is not None  # _replay_problems returns early without one
         before = self.snapshot["weights"]
         replayed, losses = replay(self.task, before, self.snapshot["optimizer"], steps, self.dropout_io)
         timed = {n: p.detach().to("cpu", torch.float64) for n, p in self.task.model.named_parameters()}

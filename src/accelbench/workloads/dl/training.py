@@ -192,7 +192,7 @@ def time_to_accuracy(task: Task, target: float, max_epochs: int, cap_s: float, s
     return TrainingRun(tuple(epochs), target, reached, stopped, task.train_samples, cap_s)
 
 
-def shortened(values: list[float], points: int = CURVE_POINTS) -> list[float]:
+def shortened(values: list[float], points: int = CURVE_POINTS) -> list[float | None]:
     """At most `points` values, evenly picked (first and last kept), rounded for storage."""
     if len(values) > points:
         step = (len(values) - 1) / (points - 1)

@@ -33,7 +33,8 @@ def build(image_px: int, mode: str, seed: int):
         for layer in base.modules():
             if isinstance(layer, nn.Conv2d):  # He on the fan-in keeps activations of order 1
                 nn.init.kaiming_normal_(layer.weight, mode="fan_in", nonlinearity="relu", generator=generator)
-                nn.init.zeros_(layer.bias)
+                if layer.bias is not None:
+                    nn.init.zeros_(layer.bias)
     channels, height, width = vgg.feature_shape(16, image_px)
     with torch.random.fork_rng(devices=[]):  # the head's weights from `seed` too, the caller's RNG untouched
         torch.manual_seed(seed)
@@ -154,7 +155,7 @@ class _Session:
         }
 
     def release(self) -> None:
-        self.model = self.task = self.steps = None
+        del self.model, self.task, self.steps  # frees device memory: Prepared.release is called once, last
         self.before.clear()
 
     def prepared(self) -> Prepared:

@@ -87,7 +87,7 @@ def vgg_features(depth: int, in_channels: int = 3, device: Any = None):
     """
     from torch import nn
 
-    modules = []
+    modules: list[nn.Module] = []
     for kind, cin, cout in _layers(depth, in_channels):
         if kind == "pool":
             modules.append(nn.MaxPool2d(kernel_size=2, stride=2))
@@ -147,4 +147,5 @@ def init_weights(model, seed: int) -> None:
             last = index == len(layers) - 1
             nn.init.kaiming_normal_(layer.weight, mode="fan_in", nonlinearity="linear" if last else "relu",
                                     generator=generator)
-            nn.init.zeros_(layer.bias)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)

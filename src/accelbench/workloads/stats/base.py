@@ -24,7 +24,7 @@ QUICK_DTYPES = ["float64", "float32"]  # what --quick sweeps: lower precisions a
 
 
 class StatsWorkload(Workload):
-    dtypes = ("float64", "float32", "bfloat16")
+    dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16")
     #: what a run without --dtype and without --quick sweeps (a subset of dtypes)
     default_dtypes: tuple[str, ...] = ("float64", "float32")
     #: what one unit of `items_per_call` is ("draws", "points" ...): the report shows <unit>/s

@@ -115,7 +115,7 @@ class MCMC(StatsWorkload):
     description = "random-walk Metropolis on a correlated 2-D normal: one sequential chain vs many chains"
     size_param, size_unit = "steps", "steps per chain"
     item_unit = "chain_steps"
-    dtypes = ("float64", "float32")
+    dtypes: tuple[str, ...] = ("float64", "float32")
     has_opencl_kernel = True
 
     def grid(self, sizes, dtypes, quick):
