@@ -53,4 +53,5 @@ def ignore_machine_load(monkeypatch):
 
     monkeypatch.setattr(contention, "OTHERS_CORES_LIMIT", math.inf)
     monkeypatch.setattr(contention, "STEAL_LIMIT", math.inf)
+    monkeypatch.setattr(contention, "SHORT_WINDOW_WAIT_LIMIT", math.inf)
     monkeypatch.setattr(bursts, "BURST_SHARE", math.inf)

@@ -135,3 +135,11 @@ def test_device_reasons_from_a_telemetry_window():
     assert contention.device_reasons(telemetry, "cuda:1") == []  # its own power cap is normal under load
     m, findings = contention.attach(measurement(device="cuda:0", devices=devices), [], {}, "cuda:0")
     assert len(findings) == 2 and all(f.status == "noisy" for f in findings)
+
+
+def test_a_short_window_is_judged_on_our_threads_wait_for_a_cpu():
+    """Too short for 10 ms ticks to say who else ran, but schedstat's nanoseconds show we waited."""
+    waited = Interference(0.09, 2, run_wait_share=0.45, not_measurable="a 90 ms window is too short")
+    calm = Interference(0.09, 2, run_wait_share=0.01, not_measurable="a 90 ms window is too short")
+    assert waited.disturbed and waited.text().startswith("our threads waited for a CPU 45% of the time")
+    assert not calm.disturbed and calm.text().startswith("interference not measurable")

@@ -33,6 +33,9 @@ IDLE_CORES_SPARE = 0.5
 RUN_WAIT_LIMIT = 0.02      # our threads spent >= 2% of their runnable time waiting for a CPU
 STEAL_LIMIT = 0.05         # the hypervisor took >= 5% of our cores' time
 MAX_UNCERTAINTY_CORES = 0.1  # tick rounding may move the figures by at most a tenth of a core
+# a window too short for ticks is judged on our threads' wait alone: an idle machine leaves them
+# waiting ~0-2% of the time, another process on their core tens of percent
+SHORT_WINDOW_WAIT_LIMIT = 0.10
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ class Interference:
     @property
     def disturbed(self) -> bool:
         if self.not_measurable:
-            return False
+            return (self.run_wait_share or 0.0) >= SHORT_WINDOW_WAIT_LIMIT
         if (self.steal_share or 0.0) >= STEAL_LIMIT:
             return True
         crowded = (self.idle_cores or 0.0) < IDLE_CORES_SPARE or (self.run_wait_share or 0.0) >= RUN_WAIT_LIMIT
@@ -165,6 +168,9 @@ class Interference:
 
     def text(self) -> str:
         """"other processes used 48% of the 2 cores during this measurement (0.96 cores; steal 0%; ...)"."""
+        if self.not_measurable and self.disturbed:
+            return (f"our threads waited for a CPU {self.run_wait_share:.0%} of the time during this measurement: "
+                    f"something else ran on its cores ({self.not_measurable} to say what)")
         if self.not_measurable:
             return f"interference not measurable: {self.not_measurable}"
         details = [f"{self.others_cores:.2f} cores", f"steal {self.steal_share:.0%}"]
@@ -196,8 +202,11 @@ def between(before: Snapshot, after: Snapshot) -> Interference:
     cores = after.ticks.cores
     uncertainty_cores = (math.sqrt(cores) + 2) * TICK_S / window_s if window_s > 0 else math.inf
     if uncertainty_cores > MAX_UNCERTAINTY_CORES:
-        return Interference(window_s, cores, load_1m=after.load_1m, not_measurable=(
-            f"a {window_s * 1e3:.0f} ms window is too short for 10 ms CPU-time ticks on {cores} cores"))
+        # who else ran cannot be told from ticks this coarse, but our threads' wait for a CPU can
+        # (schedstat counts nanoseconds): a short window is still judged on that
+        return Interference(window_s, cores, run_wait_share=_run_wait_share(before, after), load_1m=after.load_1m,
+                            not_measurable=(f"a {window_s * 1e3:.0f} ms window is too short for 10 ms CPU-time "
+                                            f"ticks on {cores} cores"))
     busy_s = (after.ticks.busy - before.ticks.busy) * TICK_S
     idle_s = (after.ticks.idle - before.ticks.idle) * TICK_S
     steal_s = (after.ticks.steal - before.ticks.steal) * TICK_S
