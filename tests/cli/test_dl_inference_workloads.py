@@ -45,7 +45,7 @@ def test_vgg_infer_stores_first_batch_apart_and_per_batch_percentiles(tmp_path, 
         assert m.spec.param("image_px") == 64 and m.spec.param("batch") == 1  # quick: 32×32 upsampled 2x
         assert m.status != "invalid", m.verdict_reasons
         samples, extra = m.samples_s, m.extra
-        assert "reduced from seed 004's 224x224" in extra["image_px_note"]
+        assert "reduced from the PlaidML tutorial's 224x224" in extra["image_px_note"]
         assert m.calls_per_sample == 1 and len(samples) == extra["timed_batches"] >= 10  # seed 004: 10
         assert m.first_call_s > 0  # the first batch, stored apart from the samples
         assert extra["latency_p50_s"] == pytest.approx(float(np.quantile(samples, 0.5)))

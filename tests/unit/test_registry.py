@@ -136,3 +136,17 @@ def test_importing_listing_and_creating_backends_loads_no_framework():
             f"import sys, json; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_workload_descriptions_name_their_origin_in_words_not_project_history():
+    """`accelbench list` speaks of the tutorials a user knows, never of "seed NNN" or issue numbers."""
+    import re
+
+    from accelbench.workloads.registry import get_workload, workload_names
+
+    for name in workload_names():
+        try:
+            description = get_workload(name).description
+        except Exception:  # noqa: BLE001 - a workload whose extra is missing is not listed either
+            continue
+        assert not re.search(r"\bseed \d{3}\b|issue #\d+", description, flags=re.I), (name, description)

@@ -24,7 +24,7 @@ def _reference(n: int, dtype: str, seed: int) -> tuple[np.ndarray, np.ndarray, n
 
 class Matmul(Workload):
     name = "matmul"
-    description = "dense matrix multiply C = A·B (seed 000: orders 1000, 2000, 3000)"
+    description = "dense matrix multiply C = A·B (the R/gpuR tutorial's sweep: orders 1000, 2000, 3000)"
     size_param, size_unit = "n", "matrix order"
     dtypes = ("float64", "float32", "float16", "bfloat16")
     judged_against, measures_ceiling = "matrix", True

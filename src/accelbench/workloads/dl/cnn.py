@@ -8,7 +8,7 @@ from accelbench.workloads.dl.mlp import DigitsClassifier
 
 class CNN(DigitsClassifier):
     name = "cnn"
-    description = "seed 003's MNIST CNN (Conv 32-64-64, Dense 64-10, Adam): train steps, time to 95%"
+    description = "the deep-learning GPU guide's Keras MNIST CNN (Conv 32-64-64, Dense 64-10, Adam): train steps, time to 95%"
     model_name = "cnn"
     image_input = True
     default_batch = 128   # seed 003 gives none; the MLP's, so the two compare step for step

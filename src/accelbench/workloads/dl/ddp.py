@@ -191,7 +191,7 @@ def check_training(results: list[dict], device_asked: str, device_seen: str) -> 
 
 class DDP(Workload):
     name = "ddp"
-    description = ("data-parallel training of seed 000's MLP with torch.distributed: 1, 2, ... worker processes, "
+    description = ("data-parallel training of the R/Keras tutorial's MNIST MLP with torch.distributed: 1, 2, ... worker processes, "
                    "scaling efficiency")
     size_param, size_unit = "workers", "worker processes"
     dtypes = ("float32",)

@@ -22,7 +22,7 @@ TOKEN_BYTES = 8           # int64 token ids
 
 class LSTM(Workload):
     name = "lstm"
-    description = "seed 003's LSTM text model (Embedding 1000x128, LSTM 128, Dense 1000) on stdlib source"
+    description = "the Keras LSTM text model of the deep-learning GPU guide (Embedding 1000x128, LSTM 128, Dense 1000) on stdlib source"
     size_param, size_unit = "batch", "sequences per batch"
     dtypes = ("float32",)
     default_batch = 128   # seed 003 gives none

@@ -145,7 +145,7 @@ class ClassifierSession:
 
 class MLP(DigitsClassifier):
     name = "mlp"
-    description = "seed 000's MNIST MLP (784-256-128-10, dropout, RMSprop, batch 128): train steps, time to 95%"
+    description = "the R/Keras GPU tutorial's MNIST MLP (784-256-128-10, dropout, RMSprop, batch 128): train steps, time to 95%"
     model_name = "mlp"
 
     def build(self):

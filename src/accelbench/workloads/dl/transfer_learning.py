@@ -54,7 +54,7 @@ def freeze(module) -> None:
 
 class TransferLearning(Workload):
     name = "transfer"
-    description = "seed 003's VGG16 transfer learning: frozen base + new head vs full fine-tuning, batch 8"
+    description = "the deep-learning GPU guide's VGG16 transfer learning: frozen base + new head vs full fine-tuning, batch 8"
     size_param, size_unit = "batch", "images per batch"
     dtypes = ("float32",)
 

@@ -43,7 +43,7 @@ LOGIT_TOLERANCE = {"float32": 5e-4, "float16": 3e-2, "bfloat16": 1.5e-1}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 # seed 004's figures: total after 10 predict() calls / 10 (Keras, fp32, batch 8 at 224×224)
 SEED_REFERENCE = {
-    "source": "seed 004 (004_edc4cf9964499119.txt): Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
+    "source": "the PlaidML CPU-vs-GPU tutorial: Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
               "upsampled 7x to 224x224, fp32, mean of 10 predict() calls after one compile batch; "
               "predict() includes Keras overhead and the host-to-device copy",
     "cpu_tensorflow_s_per_batch": 0.929,
@@ -130,7 +130,7 @@ def compare_logits(logits: np.ndarray, reference: np.ndarray, dtype: str, device
 
 class VGGInfer(Workload):
     name = "vgg-infer"
-    description = ("VGG19 inference, seed 004: CIFAR-sized images upsampled 7x to 224x224, batch sweep, "
+    description = ("VGG19 inference as the PlaidML tutorial runs it: CIFAR-sized images upsampled 7x to 224x224, batch sweep, "
                    "per-batch latency percentiles (quick grid: 64x64, labelled image_px=64)")
     size_param, size_unit = "batch", "images per batch"
     dtypes = ("float32", "bfloat16", "float16")
@@ -239,7 +239,7 @@ class _VGGRun:
                       "model_parameters": vgg_model.parameter_count(self.depth, NUM_CLASSES, self.image_px),
                       "flops_per_image": vgg_model.flops_per_image(self.depth, NUM_CLASSES, self.image_px)})
         if self.image_px != SEED_IMAGE_PX:
-            found["image_px_note"] = f"image_px={self.image_px}: reduced from seed 004's {SEED_IMAGE_PX}x{SEED_IMAGE_PX}"
+            found["image_px_note"] = f"image_px={self.image_px}: reduced from the PlaidML tutorial's {SEED_IMAGE_PX}x{SEED_IMAGE_PX}"
         if self.samples_s and len(self.samples_s) < TAIL_BATCHES:
             found["latency_p99_note"] = (f"p99 from {len(self.samples_s)} batches is close to the slowest one, "
                                          "not a measured tail")
