@@ -17,6 +17,7 @@ from accelbench.report.crossover import Curve, classify, find_crossing
 from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, valid_rows
 from accelbench.report.analysis import Row
 from accelbench.timing import stats
+from accelbench.vocabulary import is_cpu_baseline
 from accelbench.units import format_bytes, format_si
 
 RIGOROUS_BUDGET_S = 15.0
@@ -67,7 +68,7 @@ def break_even(rows: list[Row]) -> list[Finding]:
     out = []
     for dtype, by_series in matmul_series(rows).items():
         for label, items in by_series.items():
-            if items[0].baseline_role or (items[0].spec.backend == "numpy" and items[0].spec.device == "cpu"):
+            if items[0].baseline_role or is_cpu_baseline(items[0].spec.backend, items[0].spec.device):
                 continue
             resident = _curve(items, "speedup_all")
             e2e = _curve(items, "speedup_end_to_end")

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 
 from accelbench.results import Measurement, PairedSamples
 from accelbench.timing import stats
+from accelbench.vocabulary import is_cpu_baseline
 
 CPU_ALL_CORES = "cpu_all_cores"     # numpy on all cores (compute) / this compute time
 CPU_ONE_THREAD = "cpu_one_thread"   # numpy on one thread (compute) / this compute time
@@ -78,7 +79,7 @@ def baseline_key(m: Measurement) -> tuple:
 
 def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
     """numpy@cpu on the most threads, and on one thread (where more than one was measured)."""
-    cpu = [m for m in valid if m.spec.backend == "numpy" and m.spec.device == "cpu"]
+    cpu = [m for m in valid if is_cpu_baseline(m.spec.backend, m.spec.device)]
     most = max((m.threads or 0 for m in cpu), default=0)
     all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most}
     one = {baseline_key(m): m for m in cpu if m.threads == 1 and most > 1}
