@@ -6,76 +6,23 @@ a figure shows (labels, break-even sizes) for captions and tests.
 """
 from __future__ import annotations
 
-import io
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.report.crossover import Curve, find_crossing
+from accelbench.report.figure_base import (  # noqa: F401 - FigureResult and the rest re-exported
+    DPI, OUTSIDE_RIGHT, PANEL_HEIGHT_IN, WIDTH_IN, FigureResult, new_figure, to_png)
 from accelbench.report.data import (RunData, matmul_footprint_bytes, matmul_series, phase_median_s,
                                     size_of)
 from accelbench.report.analysis import Row
+from accelbench import vocabulary
 from accelbench.units import format_bytes, format_seconds
 
 PHASE_COLOURS = {"to_device": "#d95f02", "compute": "#1b9e77", "to_host": "#7570b3"}
-PANEL_HEIGHT_IN = 3.8
-WIDTH_IN = 9.5
-DPI = 100
 # Beyond this many orders one bar per order is too thin to read and slow to lay out (every bar
 # and tick label is measured): the figure draws lines over every order instead.
 MAX_BAR_GROUPS = 12
 MAX_LABELLED_TICKS = 6
-OUTSIDE_RIGHT = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}  # a legend beside its axes
-
-
-@dataclass
-class FigureResult:
-    name: str                  # file stem: "matmul-time"
-    title: str
-    caption: str = ""
-    png: bytes | None = None
-    note: str | None = None    # why there is no figure
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def present(self) -> bool:
-        return self.png is not None
-
-
-def new_figure(panels: int, width_in: float = WIDTH_IN, height_in: float = PANEL_HEIGHT_IN, columns: int = 1):
-    """A Figure not tied to pyplot (no global state, no display), with `panels` axes."""
-    from matplotlib import rc_context
-    from matplotlib.figure import Figure
-
-    rows = math.ceil(panels / columns)
-    fig = Figure(figsize=(width_in, height_in * rows), layout="constrained")
-    # titles at a fixed height: no axes here has labels on top, and the automatic placement
-    # measures every tick label of the panel again at each draw
-    with rc_context({"axes.titley": 1.0}):
-        axes = fig.subplots(rows, columns, squeeze=False).ravel()
-    for extra in axes[panels:]:
-        extra.set_visible(False)
-    return fig, list(axes[:panels])
-
-
-def to_png(fig) -> bytes:
-    for ax in fig.axes:
-        _fewer_minor_ticks(ax)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    return buffer.getvalue()
-
-
-def _fewer_minor_ticks(ax) -> None:
-    """Unlabelled minor ticks only at 2 and 5 of each decade where a log axis spans one or two
-    decades, and none beyond (no minor tick is labelled there): each tick is several artists to lay
-    out and draw, and the default eight per decade cost more than all the data of a figure."""
-    from matplotlib.ticker import LogLocator, NullLocator
-
-    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-        low, high = sorted(limits)
-        if axis.get_scale() == "log" and low > 0 and high / low > 10:
-            axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)) if high / low <= 100 else NullLocator())
 
 
 def colours(labels) -> dict[str, Any]:
@@ -87,7 +34,7 @@ def colours(labels) -> dict[str, Any]:
 
 
 def is_cpu_baseline(row: Row) -> bool:
-    return row.spec.backend == "numpy" and row.spec.device == "cpu"
+    return vocabulary.is_cpu_baseline(row.spec.backend, row.spec.device)
 
 
 def footprint_label(n: float, dtype: str) -> str:

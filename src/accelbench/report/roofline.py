@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from accelbench.report.data import RunData, matmul_series, series_label, size_of, valid_rows
-from accelbench.report.figures import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
+from accelbench.report.figure_base import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
 from accelbench.report.analysis import DTYPE_METRIC, Row
 from accelbench.units import format_si
 

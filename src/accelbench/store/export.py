@@ -17,9 +17,10 @@ from typing import Any
 
 from accelbench._version import __version__
 from accelbench.errors import UsageError
-from accelbench.results import Measurement, Skip, Spec
+from accelbench.results import Measurement
 from accelbench.store.db import Store
 from accelbench.store.document_check import FORMAT_NAME, FORMAT_VERSION
+from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict  # noqa: F401 - re-exported
 from accelbench.store.document_schema import validate_document
 
 # -- export -------------------------------------------------------------------------------
@@ -67,10 +68,6 @@ def export_runs(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
 # -- import -------------------------------------------------------------------------------
 
 
-def skip_from_dict(data: dict[str, Any]) -> Skip:
-    return Skip(Spec.from_dict(data["spec"]), data["reason"])
-
-
 def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = None,
                     source: str | None = None) -> list[str]:
     """Validate `doc` completely, then store its runs under their own ids.
@@ -115,29 +112,6 @@ def write_json(path: str | os.PathLike[str], doc: Any) -> None:
                          f"accepted: a file path in an existing, writable folder") from None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number in plain JSON")
-
-
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file (strictly: NaN and Infinity are refused), or raise UsageError naming it."""
-    from accelbench.store.import_file import read_bytes
-
     return parse_json(read_bytes(path), path)
-
-
-def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
-    """Parse the bytes of the JSON file at `path`, as read_json does."""
-    source = Path(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{source}: not UTF-8 text; accepted: a JSON file made by "
-                         f"`accelbench export`") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg})") from None
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{source}: not valid JSON ({exc})") from None

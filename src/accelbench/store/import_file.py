@@ -12,12 +12,12 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from accelbench.bulk import frozen_heap
 from accelbench.errors import UsageError
 from accelbench.store.db import Store
+from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict  # noqa: F401 - read_bytes re-exported
 from accelbench.store.document_schema import validate_document
 from accelbench.store.schema import dumps
 
@@ -29,21 +29,11 @@ JSON_WHITESPACE = b" \t\n\r"
 _KEY_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode  # as Spec.key writes it
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    source = Path(path)
-    try:
-        return source.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {source}: {exc.strerror or exc}; "
-                         f"accepted: a readable JSON file made by `accelbench export`") from None
-
-
 def import_file(store: Store, path: str | os.PathLike[str], tags: Mapping[str, Any] | None = None) -> list[str]:
     """Validate the export file at `path` completely, then store its runs in one transaction.
 
     Same contract as export.import_document (ids added; runs already stored skipped; the first bad
     field named by its JSON path, prefixed with the file name)."""
-    from accelbench.store.export import parse_json
 
     raw = read_bytes(path)
     with frozen_heap(collect=False):  # millions of new objects and no cycles among them
@@ -87,7 +77,6 @@ def stored_phases(raw: bytes, doc: dict[str, Any]) -> list[str] | None:
 def run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None,
                 phases: list[str] | None) -> Iterator[dict[str, Any]]:
     """restore_runs' arguments for each validated run, with its result rows already built."""
-    from accelbench.store.export import skip_from_dict
 
     texts = iter(phases) if phases is not None else None
     for run in runs:

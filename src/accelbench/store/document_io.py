@@ -1,0 +1,45 @@
+"""Reading an export document from disk: bytes, strict JSON (NaN and Infinity refused), skips.
+Shared by `store/export.py` and the fast file import (`store/import_file.py`)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+from accelbench.results import Skip, Spec
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    source = Path(path)
+    try:
+        return source.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {source}: {exc.strerror or exc}; "
+                         f"accepted: a readable JSON file made by `accelbench export`") from None
+
+
+def skip_from_dict(data: dict[str, Any]) -> Skip:
+    return Skip(Spec.from_dict(data["spec"]), data["reason"])
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number in plain JSON")
+
+
+def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
+    """Parse the bytes of the JSON file at `path`, as read_json does."""
+    source = Path(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{source}: not UTF-8 text; accepted: a JSON file made by "
+                         f"`accelbench export`") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{source}: not valid JSON ({exc})") from None
