@@ -15,10 +15,10 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from itertools import chain
 from operator import itemgetter
-from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 FORMAT_NAME = "accelbench-results"
 FORMAT_VERSION = 1
@@ -46,7 +46,7 @@ _SPEC_NAMES = ("cls", "workload", "backend", "device")
 
 # Where a value sits: a string, or (parent, key), (parent, index) or (parent, key, SHOWN), joined
 # into `runs[0].results[3].spec` only when an error is raised (most documents raise none).
-Where = Union[str, tuple]
+Where = str | tuple
 SHOWN = True  # the key itself is being checked: shown shortened (shown_key)
 
 

@@ -28,6 +28,7 @@ from accelbench.store.document_check import (
     RUN_ID,
     SAMPLE,
     SECONDS,
+    SHOWN,
     WORK,
     Invalid,
     Where,
@@ -42,7 +43,6 @@ from accelbench.store.document_check import (
     one_of,
     optional,
     pattern,
-    SHOWN,
     text,
     time,
 )
