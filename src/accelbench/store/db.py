@@ -21,7 +21,6 @@ from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip
 from accelbench.store import liveness
-from accelbench.store.bulk_cache import bulk_cache
 from accelbench.store.ceiling_rows import CeilingRows
 from accelbench.store.failures import reported as _reported
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
@@ -201,7 +200,7 @@ class Store(SpeedupStore, CeilingRows):
     def restore_runs(self, runs: Iterable[Mapping[str, Any]]) -> list[str]:
         """Insert whole runs (each a mapping of restore_run's arguments) in ONE transaction, as an
         import wants: every run is stored, or none. Returns the ids added; stored ones are skipped."""
-        with self._write() as conn, bulk_cache(conn):
+        with self._write() as conn:
             return [run["run_id"] for run in runs if _restore(conn, **run)]
 
     @_reported
