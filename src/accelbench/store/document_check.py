@@ -16,6 +16,8 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 FORMAT_NAME = "accelbench-results"
@@ -42,12 +44,27 @@ _LABEL = re.compile(rf"[^\x00-\x1f\x7f-\x9f$\\]{{1,{MAX_LABEL}}}")
 _SPEC_NAMES = ("cls", "workload", "backend", "device")
 
 
+# Where a value sits: a string, or (parent, key), (parent, index) or (parent, key, SHOWN), joined
+# into `runs[0].results[3].spec` only when an error is raised (most documents raise none).
+Where = str | tuple
+SHOWN = True  # the key itself is being checked: shown shortened (shown_key)
+
+
+def where(path: Where) -> str:
+    if isinstance(path, str):
+        return path
+    base, step = where(path[0]), path[1]
+    if len(path) > 2:
+        return f"{base}.{shown_key(step)}"
+    return f"{base}[{step}]" if type(step) is int else f"{base}.{step}"
+
+
 class Invalid(Exception):
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path or '(top level)'}: {message}")
+    def __init__(self, path: Where, message: str):
+        super().__init__(f"{where(path) or '(top level)'}: {message}")
 
 
-Check = Callable[[Any, str], Any]
+Check = Callable[[Any, Where], Any]
 
 
 def _show(value: Any) -> str:
@@ -70,13 +87,48 @@ def expected(path: str, what: str, value: Any) -> Invalid:
     return Invalid(path, f"expected {what}, got {_show(value)}")
 
 
+# -- all at once ------------------------------------------------------------------------------
+# A list of many results is first checked field by field across all of them, in C loops (a set of
+# types, min, max); a check's `bulk(column)` says True only when every value would pass it. Any
+# False, or any surprise, and the list is checked item by item as before, which names the first
+# bad field: the bulk pass decides nothing but speed.
+
+_BULK_FROM = 64  # shorter lists: item by item
+
+
+def _types(column: list) -> set:
+    return set(map(type, column))
+
+
+def all_pass(check: Check, column: list) -> bool:
+    """Whether check(value, path) passes for every value of column (never raises)."""
+    try:
+        bulk = getattr(check, "bulk", None)
+        if bulk is not None:
+            return bool(bulk(column))
+        for value in column:
+            check(value, "")
+        return True
+    except Exception:  # noqa: BLE001 - whatever it was, the item-by-item pass meets it in order
+        return False
+
+
+def _with_bulk(check: Check, bulk: Callable[[list], bool]) -> Check:
+    check.bulk = bulk  # type: ignore[attr-defined]
+    return check
+
+
 # -- scalars --------------------------------------------------------------------------------
 
 def number(low: float, high: float, *, above: bool = False, whole: bool = False) -> Check:
     """A number in [low, high] ((low, high] with above=True); whole=True: an integer."""
     kind = "a whole number" if whole else "a number"
+    plain = (int,) if whole else (int, float)  # exact types: bool is not one
+    bounded = math.isfinite(low) and math.isfinite(high)  # then in range means finite
 
-    def check(value: Any, path: str) -> Any:
+    def check(value: Any, path: Where) -> Any:
+        if type(value) in plain and bounded and (low < value if above else low <= value) and value <= high:
+            return value  # the usual case; anything else is told apart below
         if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
             raise expected(path, kind, value)
         try:
@@ -90,47 +142,68 @@ def number(low: float, high: float, *, above: bool = False, whole: bool = False)
         if value > high:
             raise expected(path, f"{kind} <= {high:g} (and {'>' if above else '>='} {low:g})", value)
         return value
-    return check
+
+    def bulk(column: list) -> bool:
+        if not column:
+            return True
+        if not (bounded and _types(column) <= set(plain) and math.isfinite(sum(column))):
+            return False  # a NaN hides from min and max, not from the sum
+        least = min(column)
+        return (low < least if above else low <= least) and max(column) <= high
+    return _with_bulk(check, bulk)
 
 
 def optional(check: Check) -> Check:
-    return lambda value, path: None if value is None else check(value, path)
+    return _with_bulk(lambda value, path: None if value is None else check(value, path),
+                      lambda column: all_pass(check, [v for v in column if v is not None]))
 
 
 def text(max_chars: int = MAX_TEXT, *, non_empty: bool = False) -> Check:
-    def check(value: Any, path: str) -> str:
+    def check(value: Any, path: Where) -> str:
+        if type(value) is str and len(value) <= max_chars and not non_empty:
+            return value
         if not isinstance(value, str):
             raise expected(path, "a string", value)
         if len(value) > max_chars or (non_empty and not value.strip()):
             raise expected(path, f"{'a non-empty' if non_empty else 'a'} string of at most "
                                  f"{max_chars:,} characters", value)
         return value
-    return check
+
+    def bulk(column: list) -> bool:
+        return (not column or _types(column) == {str} and max(map(len, column)) <= max_chars
+                and (not non_empty or all(map(str.strip, column))))
+    return _with_bulk(check, bulk)
 
 
 def pattern(regex: re.Pattern, what: str) -> Check:
-    def check(value: Any, path: str) -> str:
-        if not isinstance(value, str) or not regex.fullmatch(value):
+    matches = regex.fullmatch
+
+    def check(value: Any, path: Where) -> str:
+        if not isinstance(value, str) or not matches(value):
             raise expected(path, what, value)
         return value
-    return check
+    # names repeat: each distinct one is matched once
+    return _with_bulk(check, lambda column: _types(column) <= {str} and all(map(matches, set(column))))
 
 
 def one_of(choices: tuple, what: str | None = None) -> Check:
-    def check(value: Any, path: str) -> Any:
+    def check(value: Any, path: Where) -> Any:
         if not isinstance(value, str) or value not in choices:
             raise expected(path, what or "one of " + ", ".join(f'"{c}"' for c in choices), value)
         return value
-    return check
+    return _with_bulk(check, lambda column: _types(column) <= {str} and set(column) <= set(choices))
 
 
-def boolean(value: Any, path: str) -> bool:
+def boolean(value: Any, path: Where) -> bool:
     if not isinstance(value, bool):
         raise expected(path, "true or false", value)
     return value
 
 
-def time(value: Any, path: str) -> str:
+boolean.bulk = lambda column: _types(column) <= {bool}  # type: ignore[attr-defined]
+
+
+def time(value: Any, path: Where) -> str:
     try:
         parsed = datetime.fromisoformat(text(40)(value, path))
     except ValueError:
@@ -152,76 +225,123 @@ COUNT = number(1, MAX_COUNT, whole=True)
 
 # -- containers -----------------------------------------------------------------------------
 
-def free_json(value: Any, path: str, depth: int = 0) -> Any:
+def free_json(value: Any, path: Where, depth: int = 0) -> Any:
     """Any plain JSON value for free-form fields: shallow, short strings, bounded numbers."""
     if depth > MAX_DEPTH:
         raise Invalid(path, f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, dict):
         for key, item in value.items():
-            text(MAX_LABEL)(key, f"{path}.{shown_key(key)}")
-            free_json(item, f"{path}.{key}", depth + 1)
+            _LABEL_TEXT(key, (path, key, SHOWN))
+            free_json(item, (path, key), depth + 1)
     elif isinstance(value, list):
         if len(value) > MAX_ITEMS:
             raise expected(path, f"a list of at most {MAX_ITEMS:,} items", value)
         for i, item in enumerate(value):
-            free_json(item, f"{path}[{i}]", depth + 1)
+            free_json(item, (path, i), depth + 1)
     elif isinstance(value, str):
-        text()(value, path)
+        _FREE_TEXT(value, path)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        number(-MAX_MAGNITUDE, MAX_MAGNITUDE)(value, path)
+        _FREE_NUMBER(value, path)
     elif value is not None and not isinstance(value, bool):
         raise expected(path, "a JSON value", value)
     return value
 
 
-def free_object(value: Any, path: str) -> dict:
+_LABEL_TEXT, _FREE_TEXT, _FREE_NUMBER = text(MAX_LABEL), text(), number(-MAX_MAGNITUDE, MAX_MAGNITUDE)
+
+
+def free_object(value: Any, path: Where) -> dict:
     if not isinstance(value, dict):
         raise expected(path, "an object", value)
     return free_json(value, path)
 
 
+def _free_objects(column: list) -> bool:
+    for value in column:
+        if value or type(value) is not dict:  # an empty one needs no look
+            free_object(value, "")
+    return True
+
+
+free_object.bulk = _free_objects  # type: ignore[attr-defined]
+
+
 def list_of(check: Check, *, non_empty: bool = False, max_items: int = MAX_ITEMS) -> Check:
-    def check_list(value: Any, path: str) -> list:
+    def check_list(value: Any, path: Where) -> list:
         if not isinstance(value, list):
             raise expected(path, "a list", value)
         if (non_empty and not value) or len(value) > max_items:
             raise expected(path, f"a {'non-empty ' if non_empty else ''}list of at most {max_items:,} items",
                            value)
+        if len(value) >= _BULK_FROM and all_pass(check, value):
+            return value
         for i, item in enumerate(value):
-            check(item, f"{path}[{i}]")
+            check(item, (path, i))
         return value
-    return check_list
+
+    def bulk(column: list) -> bool:
+        if not column:
+            return True
+        if _types(column) != {list} or max(map(len, column)) > max_items or (non_empty and not all(column)):
+            return False
+        return all_pass(check, list(chain.from_iterable(column)))
+    return _with_bulk(check_list, bulk)
 
 
 def mapping(key: Check, item: Check, what: str) -> Check:
-    def check(value: Any, path: str) -> dict:
+    def check(value: Any, path: Where) -> dict:
         if not isinstance(value, dict):
             raise expected(path, what, value)
         for name, entry in value.items():
-            key(name, f"{path}.{shown_key(name)}")
-            item(entry, f"{path}.{name}")
+            key(name, (path, name, SHOWN))
+            item(entry, (path, name))
         return value
-    return check
+
+    def bulk(column: list) -> bool:
+        return (_types(column) <= {dict} and all_pass(key, list(chain.from_iterable(column)))
+                and all_pass(item, list(chain.from_iterable(map(dict.values, column)))))
+    return _with_bulk(check, bulk)
 
 
 def fields(spec: Mapping[str, tuple[Check, bool]], *, open_ended: bool = False) -> Check:
     """An object with known fields: name -> (check, required); open_ended keeps others as
     free-form JSON instead of refusing them."""
-    def check_object(value: Any, path: str) -> dict:
+    entries = tuple((name, check, required) for name, (check, required) in spec.items())
+    known = frozenset(spec)
+
+    def check_object(value: Any, path: Where) -> dict:
         if not isinstance(value, dict):
             raise expected(path, "an object", value)
-        for name, (check, required) in spec.items():
-            where = f"{path}.{name}" if path else name
+        for name, check, required in entries:
             if name in value:
-                check(value[name], where)
+                check(value[name], (path, name) if path else name)
             elif required:
-                raise Invalid(where, "missing (required)")
-        unknown = [k for k in value if k not in spec]
-        if unknown and not open_ended:
-            where = f"{path}.{unknown[0]}" if path else str(unknown[0])[:MAX_LABEL]
-            raise Invalid(where, f"unknown field (accepted: {', '.join(spec)})")
+                raise Invalid((path, name) if path else name, "missing (required)")
+        if value.keys() <= known:
+            return value
+        unknown = [k for k in value if k not in known]
+        if not open_ended:
+            at = (path, str(unknown[0])) if path else str(unknown[0])[:MAX_LABEL]
+            raise Invalid(at, f"unknown field (accepted: {', '.join(spec)})")
         for name in unknown:
-            text(MAX_LABEL)(name, f"{path}.{shown_key(name)}")
-            free_json(value[name], f"{path}.{name}", 1)
+            _LABEL_TEXT(name, (path, name, SHOWN))
+            free_json(value[name], (path, name), 1)
         return value
-    return check_object
+
+    def bulk(column: list) -> bool:
+        if not column:
+            return True
+        if _types(column) != {dict} or not set().union(*column) <= known:
+            return False  # fields no spec names (even where open-ended): item by item
+        for name, check, required in entries:
+            try:
+                values = list(map(itemgetter(name), column))
+            except KeyError:
+                if required:
+                    return False
+                values = [value[name] for value in column if name in value]
+            if not all_pass(check, values):
+                return False
+        return True
+    return _with_bulk(check_object, bulk)
+

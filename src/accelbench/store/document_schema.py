@@ -3,6 +3,7 @@ is the one entry point (import, gather, compare of files all call it)."""
 from __future__ import annotations
 
 import math
+from itertools import chain, repeat
 from typing import Any
 
 from accelbench.devices.model import DEVICE_KINDS, PEAK_METRICS, PROVENANCES
@@ -27,8 +28,11 @@ from accelbench.store.document_check import (
     RUN_ID,
     SAMPLE,
     SECONDS,
+    SHOWN,
     WORK,
     Invalid,
+    Where,
+    all_pass,
     boolean,
     expected,
     fields,
@@ -39,7 +43,6 @@ from accelbench.store.document_check import (
     one_of,
     optional,
     pattern,
-    shown_key,
     text,
     time,
 )
@@ -49,37 +52,62 @@ from accelbench.verdict import VERDICTS
 PARAM_VALUE_CHARS = 200
 
 
-def _param_value(value: Any, path: str) -> Any:
+def _param_value(value: Any, path: Where) -> Any:
     """A parameter is part of the spec's identity (hashed, compared, shown): a scalar only."""
     if isinstance(value, str):
         return LABEL(value, path) if value else value
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        return number(-2**53, 2**53, whole=True)(value, path)
+        return _WHOLE_PARAM(value, path)
     if isinstance(value, float):
-        return number(-1e300, 1e300)(value, path)
+        return _FLOAT_PARAM(value, path)
     raise expected(path, "a string, number, true, false or null (a parameter is one value)", value)
 
 
-def _params(value: Any, path: str) -> dict:
-    mapping(pattern(_PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
-            "an object of parameter -> value")(value, path)
+def _param_values(column: list) -> bool:
+    checks = {str: LABEL, bool: None, type(None): None, int: _WHOLE_PARAM, float: _FLOAT_PARAM}
+    for kind in set(map(type, column)):
+        if kind not in checks:
+            return False
+        if checks[kind] is not None and not all_pass(checks[kind], [v for v in column if type(v) is kind and v != ""]):
+            return False
+    return True
+
+
+_param_value.bulk = _param_values  # type: ignore[attr-defined]
+
+
+_WHOLE_PARAM, _FLOAT_PARAM = number(-2**53, 2**53, whole=True), number(-1e300, 1e300)
+_PARAM_MAPPING = mapping(pattern(_PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
+                         "an object of parameter -> value")
+
+
+def _params(value: Any, path: Where) -> dict:
+    _PARAM_MAPPING(value, path)
     for name in value:
         if name in _SPEC_NAMES:  # would clash with Spec.make's own arguments
-            raise Invalid(f"{path}.{name}", "a parameter may not be called " + ", ".join(_SPEC_NAMES))
+            raise Invalid((path, name), "a parameter may not be called " + ", ".join(_SPEC_NAMES))
     return value
 
 
+_params.bulk = lambda column: (  # type: ignore[attr-defined]
+    all_pass(_PARAM_MAPPING, column) and set().union(*column).isdisjoint(_SPEC_NAMES))
+
+
 _check_samples_one_by_one = list_of(SAMPLE, non_empty=True)
+_NUMBER_TYPES = frozenset((float, int))
 
 
-def _samples(value: Any, path: str) -> list:
+def _samples(value: Any, path: Where) -> list:
     """Samples are most of a document: the common case is checked in bulk (C loops), anything
     unusual item by item, to name it."""
-    if isinstance(value, list) and value and len(value) <= MAX_ITEMS and set(map(type, value)) <= {float, int}:
+    if isinstance(value, list) and value and len(value) <= MAX_ITEMS and set(map(type, value)) <= _NUMBER_TYPES:
         try:
-            # min and max skip a NaN; the sum does not
+            # min skips a NaN, the sum does not; all positive and their sum at most half the bound:
+            # each is below it, whatever the sum's rounding (one pass fewer than max)
+            if min(value) >= MIN_SAMPLE_S and sum(value) <= MAX_SECONDS / 2:
+                return value
             if min(value) >= MIN_SAMPLE_S and max(value) <= MAX_SECONDS and math.isfinite(sum(value)):
                 return value
         except OverflowError:  # an integer too large for a float
@@ -87,22 +115,45 @@ def _samples(value: Any, path: str) -> list:
     return _check_samples_one_by_one(value, path)
 
 
-def _phases(value: Any, path: str) -> dict:
+def _phases(value: Any, path: Where) -> dict:
     if not isinstance(value, dict):
         raise expected(path, "an object of phase -> samples", value)
     for phase, samples in value.items():
         if phase not in PHASES:
-            raise Invalid(f"{path}.{shown_key(phase)}", f"unknown phase (accepted: {', '.join(PHASES)})")
-        _samples(samples, f"{path}.{phase}")
+            raise Invalid((path, phase, SHOWN), f"unknown phase (accepted: {', '.join(PHASES)})")
+        _samples(samples, (path, phase))
     if "compute" not in value:
-        raise Invalid(f"{path}.compute", "missing (required)")
+        raise Invalid((path, "compute"), "missing (required)")
     return value
 
 
-def _rel_error(value: Any, path: str) -> Any:
+def _all_phases(column: list) -> bool:
+    """_phases for many results at once (True only when each passes)."""
+    if set(map(type, column)) != {dict} or not set().union(*column) <= set(PHASES):
+        return False
+    if not all(map(dict.__contains__, column, repeat("compute"))):
+        return False
+    for samples in chain.from_iterable(map(dict.values, column)):  # list by list: each stays in cache
+        if not (type(samples) is list and 0 < len(samples) <= MAX_ITEMS
+                and set(map(type, samples)) <= _NUMBER_TYPES and min(samples) >= MIN_SAMPLE_S
+                and sum(samples) <= MAX_SECONDS / 2):  # all positive: each below the bound
+            return False
+    return True
+
+
+_phases.bulk = _all_phases  # type: ignore[attr-defined]
+
+
+def _rel_error(value: Any, path: Where) -> Any:
     if isinstance(value, str):
-        return one_of(NON_FINITE, 'a number >= 0, "nan" or "inf"')(value, path)
-    return number(0, 1e300)(value, path)
+        return _NON_FINITE_ERROR(value, path)
+    return _FINITE_ERROR(value, path)
+
+
+_NON_FINITE_ERROR, _FINITE_ERROR = one_of(NON_FINITE, 'a number >= 0, "nan" or "inf"'), number(0, 1e300)
+_rel_error.bulk = lambda column: (  # type: ignore[attr-defined]
+    all_pass(_NON_FINITE_ERROR, [v for v in column if isinstance(v, str)])
+    and all_pass(_FINITE_ERROR, [v for v in column if not isinstance(v, str)]))
 
 
 _SHORT = text(MAX_LABEL)
@@ -145,7 +196,7 @@ _RUN = fields({
     "results": (list_of(_RESULT), True), "skips": (list_of(_SKIP), False)})
 
 
-def _format_version(value: Any, path: str) -> int:
+def _format_version(value: Any, path: Where) -> int:
     number(0, 2**31, whole=True)(value, path)
     if value != FORMAT_VERSION:
         raise Invalid(path, f"this accelbench reads version {FORMAT_VERSION}, got {value}"

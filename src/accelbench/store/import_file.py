@@ -112,12 +112,20 @@ def _row(run_id: str, result: dict[str, Any], texts: Iterator[str] | None) -> di
         "bytes_moved": float(result["work"]["bytes_moved"]), "check_passed": int(bool(check["passed"])),
         "max_rel_error": None if math.isnan(error) else error, "tolerance": float(check["tolerance"]),
         "check_detail": str(check.get("detail", "")), "device_seen": check.get("device_seen"),
-        "warnings_json": dumps([str(w) for w in result.get("warnings", ())]),
+        "warnings_json": _dumps_list(result.get("warnings")),
         "calls_per_sample": int(result.get("calls_per_sample", 1)),
         "target_met": int(bool(result.get("target_met", True))),
         "threads": None if threads is None else int(threads),
-        "extra_json": dumps(dict(result.get("extra", {}))),
-        "telemetry_json": dumps(dict(result.get("telemetry", {}))),
+        "extra_json": _dumps_object(result.get("extra")),
+        "telemetry_json": _dumps_object(result.get("telemetry")),
         "verdict": str(result.get("verdict") or "") or ("valid" if check["passed"] else "invalid"),
-        "verdict_reasons_json": dumps([str(r) for r in result.get("verdict_reasons") or ()]),
+        "verdict_reasons_json": _dumps_list(result.get("verdict_reasons")),
     }
+
+
+def _dumps_list(items: list | None) -> str:
+    return dumps([str(item) for item in items]) if items else "[]"  # most results: none
+
+
+def _dumps_object(value: dict | None) -> str:
+    return dumps(dict(value)) if value else "{}"
