@@ -83,7 +83,7 @@ def shown_key(name: Any) -> str:
     return name if len(name) <= 40 else f"{name[:30]}...({len(name):,} characters)"
 
 
-def expected(path: str, what: str, value: Any) -> Invalid:
+def expected(path: Where, what: str, value: Any) -> Invalid:
     return Invalid(path, f"expected {what}, got {_show(value)}")
 
 

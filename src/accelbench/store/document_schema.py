@@ -70,7 +70,8 @@ def _param_values(column: list) -> bool:
     for kind in set(map(type, column)):
         if kind not in checks:
             return False
-        if checks[kind] is not None and not all_pass(checks[kind], [v for v in column if type(v) is kind and v != ""]):
+        check = checks[kind]
+        if check is not None and not all_pass(check, [v for v in column if type(v) is kind and v != ""]):
             return False
     return True
 
