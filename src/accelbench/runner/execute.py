@@ -132,10 +132,19 @@ def phase_findings(m: Measurement) -> list[Finding]:
     text = (f"to_device + compute + to_host take {format_seconds(parts_s)} apart but "
             f"{format_seconds(whole_s)} end to end")
     if whole_s > PHASES_INVALID_FACTOR * parts_s + PHASES_SLACK_S:
+        if _disturbed(m):  # a busy machine can part the phases' medians this far: not proof of a missing wait
+            return [Finding(NOISY, f"the phases do not add up: {text}, measured while the timings were disturbed")]
         return [Finding(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device")]
     if whole_s > PHASES_FACTOR * parts_s + PHASES_SLACK_S or parts_s > PHASES_FACTOR * whole_s + PHASES_SLACK_S:
         return [Finding(NOISY, f"the phases do not add up: {text}")]
     return []
+
+
+def _disturbed(m: Measurement) -> bool:
+    """Whether any phase's timing was disturbed: harness warnings, or interference measured around it."""
+    windows = (m.telemetry or {}).get("interference", {}) or {}
+    return (any(_disturbs(w) for w in m.warnings)
+            or any(isinstance(w, dict) and w.get("disturbed") for w in windows.values()))
 
 
 def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sampler=None
