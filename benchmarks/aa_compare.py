@@ -21,12 +21,12 @@ import sys
 import tempfile
 import time
 
-from accelbench.compare.compare import (
+from accelbench.report.compare.compare import (
     compare_measurements,
     compare_runs,
     geometric_mean,
 )
-from accelbench.compare.sources import load_run
+from accelbench.report.compare.sources import load_run
 
 CHANGES = ("faster", "slower")
 
@@ -53,7 +53,7 @@ def old_rule(a, b) -> dict:
 
 
 def _pairs(a, b):
-    from accelbench.compare.compare import match_specs
+    from accelbench.report.compare.compare import match_specs
 
     return [(ma, mb) for ma, mb, _ in match_specs(list(a.measurements), list(b.measurements))[0]]
 

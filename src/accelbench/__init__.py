@@ -15,8 +15,8 @@ _LAZY = {
     "workload": ("accelbench.api", "workload"),
     "RunResults": ("accelbench.api", "RunResults"),
     "monitor": ("accelbench.telemetry", "monitor"),
-    "compare_runs": ("accelbench.compare", "compare_runs"),
-    "load_run": ("accelbench.compare", "load_run"),
+    "compare_runs": ("accelbench.report.compare", "compare_runs"),
+    "load_run": ("accelbench.report.compare", "load_run"),
 }
 
 __all__ = ["__version__", *_LAZY]

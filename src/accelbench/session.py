@@ -39,7 +39,7 @@ class RunResults:
     paired: list[PairedSamples] = field(default_factory=list)  # speed-ups' interleaved rounds
 
     def _repr_html_(self) -> str:
-        from accelbench.compare import results_table_html
+        from accelbench.report.compare import results_table_html
 
         return results_table_html(self.rows)
 

@@ -5,7 +5,7 @@ Every `import accelbench.…` / `from accelbench… import …` counts, those in
 never executed). Layers, lowest first (docs/architecture.md):
 
     foundation → devices → backends → timing, telemetry → workloads → runner → store
-    → report, compare → cluster → session, api → cli
+    → report (compare inside) → cluster → session, api → cli
 
 A module may import its own layer and the layers below it, never one above; no module may reach
 itself through its imports (a circle), within a package or across packages.
@@ -21,7 +21,7 @@ ROOT = Path(accelbench.__file__).resolve().parent
 FOUNDATION = ("errors", "units", "results", "verdict", "vocabulary", "plugins", "settings", "userdirs",
               "_version", "bulk", "terminal", "schemas", "data")
 LAYERS = [FOUNDATION, ("devices",), ("backends",), ("timing", "telemetry"), ("workloads",), ("runner",),
-          ("store",), ("report", "compare"), ("cluster",), ("session", "api"), ("cli", "__main__")]
+          ("store",), ("report",), ("cluster",), ("session", "api"), ("cli", "__main__")]
 LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 

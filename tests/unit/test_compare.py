@@ -5,9 +5,9 @@ import random
 import pytest
 
 from accelbench.cli.main import main
-from accelbench.compare import Comparison, compare_runs, results_table_html
-from accelbench.compare.compare import compare_measurements, geometric_mean, match_specs
-from accelbench.compare.sources import RunData
+from accelbench.report.compare import Comparison, compare_runs, results_table_html
+from accelbench.report.compare.compare import compare_measurements, geometric_mean, match_specs
+from accelbench.report.compare.sources import RunData
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.report.analysis import analyse
 from accelbench.store.db import Store
@@ -154,7 +154,7 @@ def test_html_tables_escape_and_show_every_row():
 
 
 def test_threshold_separates_drift_from_regressions():
-    from accelbench.compare.compare import verdict_of
+    from accelbench.report.compare.compare import verdict_of
     from accelbench.timing import stats
 
     significant_slower = stats.MannWhitney(u=0.0, z=-5.0, p_value=1e-6, n_a=50, n_b=50)
@@ -271,7 +271,7 @@ def test_history_of_a_wide_spread_keeps_a_large_change_within_noise(tmp_path, ca
 
 
 def test_noise_band_estimates():
-    from accelbench.compare import noise
+    from accelbench.report.compare import noise
 
     assert noise.history_band([1.0, 1.0, 1.0]) is None  # fewer than MIN_HISTORY_RUNS
     steady = noise.history_band([1.0] * 6)

@@ -5,9 +5,9 @@ import re
 import pytest
 
 from accelbench.cli.main import main
-from accelbench.compare import reference
-from accelbench.compare.project import ASSUMPTIONS, project_run, resolve_target, roofline_time_s
-from accelbench.compare.sources import RunData
+from accelbench.report.compare import reference
+from accelbench.report.compare.project import ASSUMPTIONS, project_run, resolve_target, roofline_time_s
+from accelbench.report.compare.sources import RunData
 from accelbench.devices import datasheets
 from accelbench.errors import UsageError
 from accelbench.results import Check, Measurement, Spec, Work

@@ -49,7 +49,7 @@ def _check_options(args) -> None:
 
 
 def load_ref(ref: str, db: str | None):
-    from accelbench.compare.sources import load_run, looks_like_file
+    from accelbench.report.compare.sources import load_run, looks_like_file
     from accelbench.store.db import Store
 
     try:
@@ -85,8 +85,8 @@ def _console():
 
 
 def _reference(args) -> int:
-    from accelbench.compare.reference import reference_report
-    from accelbench.compare.render import render_reference
+    from accelbench.report.compare.reference import reference_report
+    from accelbench.report.compare.render import render_reference
 
     run = load_ref(args.reference, args.db)
     if args.json:
@@ -97,8 +97,8 @@ def _reference(args) -> int:
 
 
 def run(args) -> int:
-    from accelbench.compare.compare import compare_runs
-    from accelbench.compare.render import render_comparison
+    from accelbench.report.compare.compare import compare_runs
+    from accelbench.report.compare.render import render_comparison
 
     _check_options(args)
     if args.reference:

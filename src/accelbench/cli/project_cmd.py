@@ -27,7 +27,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from accelbench.cli.compare_cmd import load_ref, print_json
-    from accelbench.compare.project import project_run, resolve_target
+    from accelbench.report.compare.project import project_run, resolve_target
 
     target = resolve_target(args.to)  # before reading anything: a typo fails fast
     report = project_run(load_ref(args.run, args.db), target)
@@ -50,7 +50,7 @@ def _ceiling_text(ceiling) -> str:
 def _render(report) -> None:
     from rich.table import Table
 
-    from accelbench.compare.compare import spec_label
+    from accelbench.report.compare.compare import spec_label
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
     from accelbench.units import format_seconds

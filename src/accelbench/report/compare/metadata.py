@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.compare.sources import RunData
+from accelbench.report.compare.sources import RunData
 
 UNSET = "(unset)"
 # environment variables recorded with a run that cannot change a timing

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.compare.ceilings import BANDWIDTH, flops_metrics, row_peak, run_best_rates
-from accelbench.compare.compare import spec_label
-from accelbench.compare.sources import RunData
+from accelbench.report.compare.ceilings import BANDWIDTH, flops_metrics, row_peak, run_best_rates
+from accelbench.report.compare.compare import spec_label
+from accelbench.report.compare.sources import RunData
 from accelbench.devices import datasheets
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Spec

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.compare.sources import RunData
+from accelbench.report.compare.sources import RunData
 from accelbench.devices import datasheets
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.results import Spec

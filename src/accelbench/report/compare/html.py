@@ -14,7 +14,7 @@ from accelbench.report.summary import params_text, spec_label, where
 from accelbench.units import format_seconds, format_si
 
 if TYPE_CHECKING:  # annotations only
-    from accelbench.compare.compare import Comparison
+    from accelbench.report.compare.compare import Comparison
     from accelbench.report.analysis import Row
 
 _VERDICT_COLOUR = {"faster": "#1a7f37", "slower": "#cf222e", "inconclusive": "#9a6700", "excluded": "#6e7781"}

@@ -14,9 +14,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from accelbench.compare.ceilings import BestRate, row_peak, run_best_rates
-from accelbench.compare.compare import spec_label
-from accelbench.compare.sources import RunData
+from accelbench.report.compare.ceilings import BestRate, row_peak, run_best_rates
+from accelbench.report.compare.compare import spec_label
+from accelbench.report.compare.sources import RunData
 from accelbench.devices import datasheets
 from accelbench.results import Measurement
 from accelbench.timing import stats

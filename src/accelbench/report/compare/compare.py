@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from accelbench.compare import metadata
-from accelbench.compare import noise as run_noise
-from accelbench.compare.sources import RunData
+from accelbench.report.compare import metadata
+from accelbench.report.compare import noise as run_noise
+from accelbench.report.compare.sources import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.report.summary import spec_label
 from accelbench.timing import stats
@@ -303,7 +303,7 @@ class Comparison:
         }
 
     def _repr_html_(self) -> str:
-        from accelbench.compare.html import comparison_html
+        from accelbench.report.compare.html import comparison_html
 
         return comparison_html(self)
 
