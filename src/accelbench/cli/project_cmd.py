@@ -5,7 +5,6 @@ the target. An unknown target exits 2 listing the accepted names.
 """
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ def _render(report) -> None:
     from accelbench.terminal import literal
     from accelbench.units import format_seconds
 
-    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console = make_console()
     target = report.target
     console.print(f"[bold reverse] PROJECTION [/] of run {literal(report.run.label)} onto "
                   f"[bold]{literal(target.name)}[/] — estimated from datasheet ceilings, not measured "
