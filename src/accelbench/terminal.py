@@ -91,4 +91,4 @@ def hanging(mark: str, text: str, indent: int = 2):
         grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")  # folds only a word longer than the whole line
     grid.add_row(*([mark] if mark else []), text)
-    return Padding(grid, (0, 0, 0, indent))
+    return Padding(grid, (0, 0, 0, indent), expand=False)

@@ -37,7 +37,7 @@ ul.findings li.warning{border-color:#d95f02;background:#fff4ec}
 .kind{font-weight:600;margin-right:.4rem}figure{margin:1.2rem 0}figure img{max-width:100%;border:1px solid #d0d7e2}
 figcaption{color:#56606e;font-size:.9rem}
 .missing{color:#8a4b08;background:#fff8e6;padding:.4rem .7rem;border-left:5px solid #e0a800}
-td small{font-size:.76rem;color:#56606e}.nw{white-space:nowrap}th{font-size:.8rem}
+td small{font-size:.76rem;color:#56606e}.nw{white-space:nowrap}.fig{display:inline-block;min-width:10rem}th{font-size:.8rem}
 .failed{color:#b00020}.noisy{color:#8a5a00}.valid{color:#1b7a3a}.small{font-size:.8rem;color:#56606e}
 """
 
@@ -145,7 +145,7 @@ def _result_cells(row: Row, with_extras: bool) -> list[str]:
              f"{check.max_rel_error:.1e} / {check.tolerance:.1e}<br>{verdict}",
              esc(format_seconds(m.first_call_s))]
     if with_extras:
-        cells.append(esc(_extras(row)).replace("; ", "<br>"))
+        cells.append(f'<span class="fig">{esc(_extras(row)).replace("; ", "<br>") or "—"}</span>')
     return cells
 
 
@@ -172,6 +172,9 @@ RESULT_HEADERS = ("verdict", "where · parameters", "median [95% CI]", "rate",
                   "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
                   "check: rel. error / tolerance", "first call")
 EXTRAS_HEADER = "workload figures"
+OPTIONAL_HEADERS = frozenset({"× vs CPU 1 thread", "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
+                              EXTRAS_HEADER})
+NUMERIC_HEADERS = frozenset(RESULT_HEADERS[2:9] + ("first call",))
 
 
 def results_html(rows: list[Row]) -> str:
@@ -182,10 +185,15 @@ def results_html(rows: list[Row]) -> str:
         return '<p class="missing">No results stored for this run.</p>'
     parts = []
     for workload, items in by_workload.items():
-        with_extras = any(_extras(r) for r in items)  # no empty column for workloads without own figures
+        with_extras = any(_extras(r) for r in items)
         headers = RESULT_HEADERS + (EXTRAS_HEADER,) * with_extras
+        cells = [_result_cells(r, with_extras) for r in items]
+        # a column with nothing to say for this workload (no transfers, no own figures) is left out
+        kept = [i for i, header in enumerate(headers)
+                if header not in OPTIONAL_HEADERS or any(row[i] not in ("—", "") for row in cells)]
         parts.append(f"<h3>{esc(workload)}</h3>")
-        parts.append(_table(headers, [_result_cells(r, with_extras) for r in items], numeric={2, 3, 4, 5, 6, 7, 8, 10},
+        parts.append(_table([headers[i] for i in kept], [[row[i] for i in kept] for row in cells],
+                            numeric={n for n, i in enumerate(kept) if headers[i] in NUMERIC_HEADERS},
                             notes=[_warnings_note(r) for r in items], css="results"))
     parts.append('<p class="small">Speed-up = CPU time / this time: the median of the ratios of N interleaved '
                  "paired rounds (A B B A …, load that comes and goes cancels) with its 95% order-statistic interval; "

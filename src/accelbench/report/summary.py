@@ -116,13 +116,13 @@ def _table(title: str, columns: list[tuple[str, JustifyMethod]], **options) -> T
 def workload_table(workload: str, rows: list[Row]) -> Table:
     """Every figure of a result on one line: for a terminal wide enough to show it whole."""
     columns: list[tuple[str, JustifyMethod]] = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
-               ("% of peak: measured / datasheet", "right"), ("× vs CPU all cores", "right")]
+               ("% of peak\nmeasured / datasheet", "right"), ("× vs CPU all cores", "right")]
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
     if with_one:
         columns.append(("× vs 1 core", "right"))
     if with_e2e:
-        columns.append(("× end-to-end vs all cores", "right"))
+        columns.append(("× end-to-end\nvs all cores", "right"))
     with_extra = any(headline_extras(r.measurement.extra, median_s=r.summary.median_s) for r in rows)
     columns += [("workload figures", "left")] * with_extra
     table = _table(f"[bold]{escape(workload)}[/]", columns)
