@@ -128,3 +128,37 @@ def test_listings_at_80_columns(runs, argv):
         assert ("cpu" in text and "GFLOP/s" in text) or "No measured ceilings" in text
     if argv == ["info"]:
         assert "Peaks" in text and "GFLOP/s" in text
+
+
+def test_projection_table_at_80_columns():
+    """`accelbench project`'s table: a synthetic run (a verified STREAM sets the bandwidth here)."""
+    from accelbench.cli import project_cmd
+    from accelbench.report.compare.project import project_run
+    from accelbench.report.compare.sources import RunData
+    from accelbench.results import Check, Measurement, Spec, Work
+
+    def measured(spec, median_s, flops, bytes_moved):
+        return Measurement(spec=spec, phases_s={"compute": tuple(median_s * f for f in (0.99, 1.0, 1.01) * 4)},
+                           first_call_s=median_s, work=Work(flops, bytes_moved), check=Check(True, 1e-7, 1e-5))
+
+    n, triad_n = 2000, 2**24
+    matmul = Spec.make("matmul", "numpy", "cpu", n=n, dtype="float32", threads=2)
+    triad = Spec.make("stream", "numpy", "cpu", kernel="triad", n=triad_n, dtype="float64", threads=2)
+    peaks = [{"metric": "fp32", "value": 166e9, "provenance": "formula", "detail": "2 cores × ..."}]
+    machine = {"hostname": "box", "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC", "peaks": peaks}]}}
+    run = RunData("run-1", "test", (measured(matmul, 0.2, 2.0 * n**3, 12.0 * n * n),
+                                    measured(triad, 24 * triad_n / 20e9, 2.0 * triad_n, 24.0 * triad_n)), machine=machine)
+    report = project_run(run, "h100")
+    assert report.projections
+    for columns in (80, 200):
+        out = io.StringIO()
+        with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+            patch.setenv("COLUMNS", str(columns))
+            project_cmd._render(report)
+        text = out.getvalue()
+        assert too_wide(text, columns) == [] and "…" not in text
+        assert "numpy@cpu (2 threads)" in text and "PROJECTION" in text and MEDIAN_WITH_UNIT.search(text)
+        assert "roofline" in text and re.search(r"\d+\.\d×", text)
+        if columns == 200:  # the wide table: a projection on one line, its assumption beside it
+            assert any("matmul numpy@cpu (2 threads) dtype=float32 n=2000" in line and "compute" in line
+                       and "×" in line and "fp32" in line for line in text.splitlines()), text

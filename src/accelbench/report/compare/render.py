@@ -104,21 +104,41 @@ def _render_differences(c: Comparison, console: Console) -> None:
 
 # -- --reference ----------------------------------------------------------------------------------
 
-def _placement_table(placement) -> Table:
+def _placement_table(placement, sources: list[str] | None = None) -> Table:
+    """One published benchmark with the user's figures placed in it. Given `sources` (a narrow
+    terminal), device and software share a column and each source is a numbered note collected there."""
     b = placement.benchmark
+    narrow = sources is not None
+    columns: list[tuple[str, JustifyMethod]] = [("", "left"), ("device\nsoftware / spec", "left")] if narrow else \
+        [("", "left"), ("device", "left"), ("software / spec", "left")]
     table = _table(f"[bold]{escape(b.title)}[/] ({escape(b.unit)})",
-                   [("", "left"), ("device", "left"), ("software / spec", "left"), ("time", "right"),
-                    ("vs yours", "right"), ("source", "left")])
+                   columns + [("time", "right"), ("vs yours", "right"), ("source", "left")])
     mine = [u.value_s for u in placement.user]
     for value_s, who, item in placement.ordered():
         if isinstance(item, UserFigure):
-            table.add_row("[bold]yours[/]", escape(item.device_name), escape(spec_label(item.measurement.spec)),
-                          format_seconds(value_s), "", escape(item.how))
+            mark, device, software, versus, source = ("[bold]yours[/]", item.device_name,
+                                                      spec_label(item.measurement.spec), "", item.how)
         else:
             versus = " / ".join(_versus(mine_s, value_s) for mine_s in mine) if mine else "—"
-            table.add_row("seed", escape(item.device), escape(item.software), format_seconds(value_s),
-                          versus, escape(item.citation()))
+            mark, device, software, source = "seed", item.device, item.software, item.citation()
+        if sources is not None:
+            sources.append(source)
+            table.add_row(mark, f"{escape(device)}\n[dim]{escape(software)}[/]", format_seconds(value_s),
+                          versus, f"\\[{len(sources)}]")
+        else:
+            table.add_row(mark, escape(device), escape(software), format_seconds(value_s), versus, escape(source))
     return table
+
+
+def _print_placement(placement, console: Console) -> None:
+    wide = _placement_table(placement)
+    if console.measure(wide, options=console.options.update_width(10_000)).maximum <= console.width:
+        console.print(wide)
+        return
+    sources: list[str] = []
+    console.print(_placement_table(placement, sources))
+    for number, source in enumerate(sources, 1):
+        console.print(hanging(f"[dim]\\[{number}][/]", f"[dim]{escape(source)}[/]"))
 
 
 def _versus(mine_s: float, theirs_s: float) -> str:
@@ -134,7 +154,7 @@ def render_reference(run: RunData, console: Console) -> None:
                   "(other machines and software stacks: context, not a controlled comparison)")
     for placement in place_run(run):
         console.print()
-        console.print(_placement_table(placement))
+        _print_placement(placement, console)
         if not placement.user:
             console.print(f"  [dim]no result of workload {placement.benchmark.maps_from['workload']!r} "
                           "with these parameters in this run[/]")
