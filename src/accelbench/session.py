@@ -49,6 +49,12 @@ class RunResults:
 
         return findings(self.rows, self.devices, self.machine, rigor=self.rigor)
 
+    def headline(self):
+        """The answer first (accelbench.report.headline): each device against the CPU, and how sure."""
+        from accelbench.report.headline import headline_for_run
+
+        return headline_for_run(self.rows, self.devices, self.machine)
+
     @property
     def rows(self) -> list[Row]:
         return analyse(self.measurements, self.devices, self.paired)
@@ -80,6 +86,7 @@ class RunResults:
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "db": self.db_path, "interrupted": self.interrupted,
+                "headline": self.headline().to_dict(),
                 "results": [row.to_dict() for row in self.rows],
                 "findings": [f.to_dict() for f in self.findings()],
                 "skips": [s.to_dict() for s in self.skips]}

@@ -174,16 +174,14 @@ def _jsonable(value):
 
 
 def _print_summary(results) -> None:
+    from accelbench.report.headline import render_headline
     from accelbench.report.summary import render_summary
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
-    from accelbench.timing.contention import run_notice
 
     # a log file gets wide lines rather than a table folded into 80 columns
     console = make_console(width=None if sys.stdout.isatty() else 180)
-    busy = run_notice(results.measurements)
-    if busy:
-        console.print(f"[bold yellow]![/] {literal(busy)}", soft_wrap=True)  # one line, first: it qualifies every table
+    render_headline(results.headline(), console)  # the answer first; the busy-machine notice is among its caveats
     render_summary(results.rows, results.skips, console)
     _print_findings(results, console)
     console.print()
