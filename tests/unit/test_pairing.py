@@ -241,4 +241,4 @@ def test_terminal_and_json_show_the_pairs(tmp_path, capsys):
     document = json.loads(capsys.readouterr().out)
     (one,) = [r for r in document["results"] if r["threads"] == 1]
     speedup = one["derived"]["speedups"]["vs_cpu_all_cores"]
-    assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"]
+    assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"], speedup
