@@ -34,7 +34,7 @@ def test_json_output(tmp_path, capsys):
     document = json.loads(capsys.readouterr().out)
     assert code == 0 and document["results"]
     first = document["results"][0]
-    assert first["rate_unit"] == "B/s" and first["check"]["passed"] and first["summary"]["median_s"] > 0
+    assert first["derived"]["rate_unit"] == "GB/s" and first["check"]["passed"] and first["derived"]["median_s"] > 0
 
 
 @pytest.mark.parametrize("argv, named", [

@@ -35,9 +35,10 @@ class WorkComparison:
     vs_one_core: SpeedupCI | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "what": self.what,
-                "vs_cpu_all_cores": self.vs_all_cores.to_dict() if self.vs_all_cores else None,
-                "vs_cpu_one_core": self.vs_one_core.to_dict() if self.vs_one_core else None}
+        from accelbench.report.derived import speedup_dict
+
+        return {"kind": self.kind, "what": self.what, "vs_cpu_all_cores": speedup_dict(self.vs_all_cores),
+                "vs_cpu_one_core": speedup_dict(self.vs_one_core)}
 
 
 @dataclass(frozen=True)
