@@ -242,3 +242,15 @@ def test_terminal_and_json_show_the_pairs(tmp_path, capsys):
     (one,) = [r for r in document["results"] if r["threads"] == 1]
     speedup = one["derived"]["speedups"]["vs_cpu_all_cores"]
     assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"], speedup
+
+
+def test_slow_rounds_still_get_the_minimum_pairs_within_a_stretched_budget():
+    from accelbench.runner.speedups import MIN_PAIRS
+    from accelbench.timing.rigor import get_rigor
+
+    quick = get_rigor("quick")
+    assert pairing.rounds_within(0.001, 1.0, quick) == pairing.PAIRS["quick"]      # the rigor's count
+    assert pairing.rounds_within(1.0 / 7, 1.0, quick) == 7                            # the budget ends first
+    slow = pairing.STRETCH * 1.0 / MIN_PAIRS
+    assert pairing.rounds_within(slow * 0.99, 1.0, quick) == MIN_PAIRS                # past the budget, within the stretch
+    assert pairing.rounds_within(slow * 1.01, 1.0, quick) == 0                        # beyond it: unpaired

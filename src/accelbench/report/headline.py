@@ -114,7 +114,8 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
     verdicts = []
     for series, items in sorted(by_series.items(), key=lambda kv: (kv[1][0].spec.device == "cpu", kv[0])):
         device = items[0].spec.device
-        e2e = _largest(r for r in items if r.speedup_end_to_end is not None and r.measurement.valid)
+        moved = [r for r in items if r.speedup_end_to_end is not None and r.measurement.valid]
+        e2e = _largest(_preferred([r for r in moved if r.spec.workload in COMPUTE_WORKLOADS]) or moved)
         verdicts.append(DeviceVerdict(
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
