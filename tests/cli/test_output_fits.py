@@ -58,6 +58,7 @@ def runs(tmp_path_factory):
                    "numpy200": cli(quick + ["--backend", "numpy", "--device", "cpu"], 200)}
         if _pyopencl_works():
             printed["opencl80"] = cli(quick + ["--backend", "numpy,pyopencl"], 80)
+            printed["opencl200"] = cli(quick + ["--backend", "numpy,pyopencl"], 200)
     for name, (code, _) in printed.items():
         assert code == 0, name
     return {"db": db, "printed": {name: text for name, (_, text) in printed.items()}}
@@ -87,6 +88,16 @@ def test_run_with_opencl_at_80_columns(runs):
     text = runs["printed"]["opencl80"]
     _assert_run_tables_readable(text)
     assert "pyopencl@opencl:0:0" in text and "end-to-end" in text
+
+
+@pytest.mark.skipif(not _pyopencl_works(), reason="no working OpenCL device opencl:0:0 (PoCL) here")
+def test_run_with_opencl_at_200_columns_keeps_one_line_per_result(runs):
+    text = runs["printed"]["opencl200"]
+    assert too_wide(text, 200) == []
+    rows = [line for line in text.splitlines() if "pyopencl@opencl:0:0" in line and "dtype=float32 n=64" in line]
+    assert rows and MEDIAN_WITH_UNIT.search(rows[0]) and "GFLOP/s" in rows[0], text
+    assert len(re.findall(r"\d×", rows[0])) == 3  # all cores, one core, end-to-end: each with its interval
+    assert len(re.findall(r"\[[\d.]+–[\d.∞]+\]", rows[0])) == 3
 
 
 def test_run_wide_keeps_one_line_per_result(runs):

@@ -76,7 +76,7 @@ def _unpaired(ratio) -> bool:
     return getattr(ratio, "paired", True) is False
 
 
-def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False) -> str:
+def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False, basis: bool = True) -> str:
     """'3.20× [3.00–3.40] faster (16 pairs)'; stacked (narrow tables): '3.20× faster' over
     '[3.00–3.40]', the pair count left to the legend and '†' marking an unpaired ratio."""
     if ratio is None:
@@ -86,8 +86,10 @@ def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False) -> str:
     interval = f"[{ratio_number(ratio.low)}–{ratio_number(ratio.high)}]"
     if stacked:
         return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)}{word}\n{escape(interval)}"
-    basis = getattr(ratio, "basis", None)
-    shown = f" [dim]({basis()})[/]" if basis else ""
+    if not basis:  # the pair count is in the legend
+        return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)} {escape(interval)}{word}"
+    described = getattr(ratio, "basis", None)
+    shown = f" [dim]({described()})[/]" if described else ""
     return f"{ratio_number(ratio.ratio)}× {escape(interval)}{word}{shown}"
 
 
@@ -102,8 +104,8 @@ def _peak_text(row: Row, stacked: bool) -> str:
     return shares + ("*" if stacked else " (formula)")
 
 
-def _baseline_or(row: Row, role: str, ratio, stacked: bool) -> str:
-    return "baseline" if row.baseline_role == role else speedup_text(ratio, stacked)
+def _baseline_or(row: Row, role: str, ratio, stacked: bool, basis: bool = True) -> str:
+    return "baseline" if row.baseline_role == role else speedup_text(ratio, stacked, basis)
 
 
 def _table(title: str, columns: list[tuple[str, JustifyMethod]], **options) -> Table:
@@ -113,8 +115,9 @@ def _table(title: str, columns: list[tuple[str, JustifyMethod]], **options) -> T
     return table
 
 
-def workload_table(workload: str, rows: list[Row]) -> Table:
-    """Every figure of a result on one line: for a terminal wide enough to show it whole."""
+def workload_table(workload: str, rows: list[Row], basis: bool = True) -> Table:
+    """Every figure of a result on one line: for a terminal wide enough to show it whole (without
+    `basis`, the pair count of each speed-up is left to the legend)."""
     columns: list[tuple[str, JustifyMethod]] = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
                ("% of peak\nmeasured / datasheet", "right"), ("× vs CPU all cores", "right")]
     with_one = any(r.speedup_one for r in rows)
@@ -129,9 +132,9 @@ def workload_table(workload: str, rows: list[Row]) -> Table:
     for row in rows:
         m, s = row.measurement, row.summary
         cells = [escape(where(row)), escape(params_text(m.spec)), _time_text(s), _rate_text(row),
-                 _peak_text(row, stacked=False), _baseline_or(row, "cpu_all_cores", row.speedup_all, False)]
-        cells += [_baseline_or(row, "cpu_one_thread", row.speedup_one, False)] * with_one
-        cells += [speedup_text(row.speedup_end_to_end)] * with_e2e
+                 _peak_text(row, stacked=False), _baseline_or(row, "cpu_all_cores", row.speedup_all, False, basis)]
+        cells += [_baseline_or(row, "cpu_one_thread", row.speedup_one, False, basis)] * with_one
+        cells += [speedup_text(row.speedup_end_to_end, basis=basis)] * with_e2e
         cells += [escape(headline_extras(m.extra, median_s=s.median_s))] * with_extra
         table.add_row(*cells)
     return table
@@ -183,13 +186,15 @@ def _rate_and_verdict(row: Row) -> str:
     return f"{rate}\n[{style}]{m.status}[/]" if style else f"{rate}\n{m.status}"
 
 
-def workload_tables(workload: str, rows: list[Row], console: Console) -> tuple[list[Table], bool]:
-    """The wide table where it fits the console, else the narrow ones; True when narrow."""
-    wide = workload_table(workload, rows)
-    unbounded = console.options.update_width(10_000)  # its natural width, not clamped to the console's
-    if console.measure(wide, options=unbounded).maximum <= console.width:
-        return [wide], False
-    return narrow_tables(workload, rows), True
+def workload_tables(workload: str, rows: list[Row], console: Console) -> tuple[list[Table], str]:
+    """The widest layout that fits the console: "full" (one line a result, pairs in each cell),
+    "compact" (the same, pair counts in the legend) or "narrow" (two-line rows, several tables)."""
+    unbounded = console.options.update_width(10_000)  # natural widths, not clamped to the console's
+    for layout, table in (("full", workload_table(workload, rows)),
+                          ("compact", workload_table(workload, rows, basis=False))):
+        if console.measure(table, options=unbounded).maximum <= console.width:
+            return [table], layout
+    return narrow_tables(workload, rows), "narrow"
 
 
 def pairs_note(rows: list[Row]) -> str:
@@ -250,19 +255,20 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
     by_workload: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_workload[row.spec.workload].append(row)
-    narrow = False
+    layouts = set()
     for workload, workload_rows in by_workload.items():
-        tables, narrowed = workload_tables(workload, workload_rows, console)
-        narrow = narrow or narrowed
+        tables, layout = workload_tables(workload, workload_rows, console)
+        layouts.add(layout)
         for table in tables:
             console.print()
             console.print(table)
     console.print(f"[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
-                  f"paired rounds ({pairs_note(rows)}) with its 95% interval; \"unpaired\"{' (†)' * narrow}: the ratio "
+                  f"paired rounds ({pairs_note(rows)}) with its 95% interval; \"unpaired\"{' (†)' * bool(layouts - {'full'})}: the ratio "
                   "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
                   "where the interval excludes 1. CPU = numpy on all usable cores. Invalid results show no rate and "
                   "count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
-                                      if narrow and any(r.datasheet_provenance == "formula" for r in rows) else "")
+                                      if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)
+                                      else "")
                   + "[/]")
     if rows:
         _render_verdicts(rows, console)
