@@ -80,7 +80,10 @@ def _each_series(workload: str, cpu_s: float, work: Work, transfer_s: float | No
 
 def full_run_measurements(workloads: tuple[str, ...] | None = None) -> list[Measurement]:
     out: list[Measurement] = []
-    wanted = (lambda w: workloads is None or w in workloads)
+
+    def wanted(workload: str) -> bool:
+        return workloads is None or workload in workloads
+
     if wanted("matmul"):
         for n in (500, 1000, 2000):
             out += _each_series("matmul", 1e-10 * n**3, Work(2.0 * n**3, 12.0 * n * n), transfer_s=2e-9 * n * n,

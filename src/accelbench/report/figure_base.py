@@ -13,7 +13,7 @@ import io
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.report.analysis import Row
 from accelbench.report.data import RunData, matmul_footprint_bytes, size_of
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.legend import Legend
+    from matplotlib.typing import LineStyleType
 
 PANEL_HEIGHT_IN = 3.8
 WIDTH_IN = 9.5
@@ -156,22 +157,25 @@ def legend_colours(legends: Iterable[Legend | None]) -> dict[str, str]:
 
 def points_under_legend(ax: Axes) -> int:
     """How many drawn markers (scatter points, line markers) lie inside the axes' legend box."""
+    import numpy as np
     from matplotlib.collections import PathCollection
 
     legend = ax.get_legend()
     if legend is None:
         return 0
     box = legend.get_window_extent()
-    positions: list[tuple[float, float]] = []
+    found = [np.empty((0, 2))]
     for line in ax.lines:
         if line.get_marker() not in (None, "", "None", " ") and line.get_visible():
-            xy = line.get_xydata()
-            positions += [tuple(p) for p in line.get_transform().transform(xy)]  # type: ignore[misc]
+            found.append(line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float)))
     for collection in ax.collections:
-        if isinstance(collection, PathCollection) and len(collection.get_offsets()):
-            transform = collection.get_offset_transform()
-            positions += [tuple(p) for p in transform.transform(collection.get_offsets())]  # type: ignore[misc]
-    return sum(1 for x, y in positions if math.isfinite(x) and math.isfinite(y) and box.contains(x, y))
+        offsets = np.asarray(collection.get_offsets(), dtype=float)
+        if isinstance(collection, PathCollection) and offsets.size:
+            found.append(collection.get_offset_transform().transform(offsets))
+    xy = np.concatenate(found)
+    inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)
+              & np.isfinite(xy).all(axis=1))
+    return int(inside.sum())
 
 
 def _fewer_minor_ticks(ax: Axes) -> None:
@@ -256,8 +260,8 @@ def _legend_handles(palette: dict[str, str], labels: Iterable[str],
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=palette.get(label, OTHER), linewidth=2.5, label=label) for label in labels]
-    handles += [Line2D([], [], color="black", linestyle=style, marker=marker, markersize=4, label=text)
-                for text, style, marker in styles]
+    handles += [Line2D([], [], color="black", linestyle=cast("LineStyleType", style), marker=marker, markersize=4,
+                       label=text) for text, style, marker in styles]
     return handles
 
 

@@ -166,13 +166,16 @@ def _draw_latency(ax: Axes, rows: list[Row], palette: dict[str, str]) -> dict[st
         items.sort(key=_batch)
         drawn[label] = {"batch": [_batch(r) for r in items]}
         for key, name, style, marker in PERCENTILES:
-            points = [(_batch(r), r.measurement.extra.get(key)) for r in items]
-            points = [(b, v) for b, v in points if isinstance(v, (int, float))]
+            points: list[tuple[float, float]] = []
+            for row in items:
+                value = row.measurement.extra.get(key)
+                if isinstance(value, (int, float)):
+                    points.append((_batch(row), float(value)))
             if not points:
                 continue
-            ax.plot([b for b, _ in points], [float(v) * 1e3 for _, v in points], color=palette.get(label, OTHER),
+            ax.plot([b for b, _ in points], [v * 1e3 for _, v in points], color=palette.get(label, OTHER),
                     linestyle=style, marker=marker, markersize=4)
-            drawn[label][name] = [float(v) for _, v in points]
+            drawn[label][name] = [v for _, v in points]
     log_axis(ax, "x", "batch size")
     from_zero(ax, "latency per batch (ms)")
     return drawn

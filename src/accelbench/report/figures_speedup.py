@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from accelbench.report.analysis import Row
 from accelbench.report.crossover import Curve, find_crossing
@@ -22,6 +22,7 @@ from accelbench.runner.speedups import SpeedupCI
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.typing import LineStyleType
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,8 @@ def draw_speedup_panel(ax: Axes, groups: list[Group], palette: dict[str, str], x
     # one legend: colour names the series, the black line style names the baseline
     handles = [Line2D([], [], color=palette.get(g.colour_label, OTHER), linewidth=2.5, label=g.legend)
                for g in groups]
-    handles += [Line2D([], [], color="black", linestyle=b.style, marker=b.marker, markersize=4, label=b.legend)
-                for b in styles_used]
+    handles += [Line2D([], [], color="black", linestyle=cast("LineStyleType", b.style), marker=b.marker,
+                       markersize=4, label=b.legend) for b in styles_used]
     ax.legend(handles=handles, fontsize="small", **OUTSIDE_RIGHT)
     facts["baselines"] = sorted(set(facts.get("baselines", [])) | {b.name for b in styles_used})
 

@@ -74,7 +74,9 @@ def stats_speedup(run: RunData) -> FigureResult:
         workload = variant.split(" ")[0]
         groups = [Group(label, label, rows, workload_size) for label, rows in sorted(by_series.items())]
         draw_speedup_panel(ax, groups, palette, size_unit(workload), facts)
-        ax.get_legend().remove()  # type: ignore[union-attr] - one legend for the grid, below
+        legend = ax.get_legend()
+        if legend is not None:  # one legend for the whole grid instead
+            legend.remove()
         ax.set_title(f"{variant}, {dtype}", fontsize="medium")
     figure_legend(fig, palette, labels, _baseline_keys(facts["baselines"]))
     for crossing in facts["crossings"]:
