@@ -127,7 +127,8 @@ def dl_batches(run: RunData) -> FigureResult:
     latency: dict[str, list[Row]] = defaultdict(list)
     throughput: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
-        variant = f"{row.spec.workload} {variant_text(row, ('batch',))} {row.spec.param('dtype') or ''}".strip()
+        parts = (row.spec.workload, variant_text(row, ("batch",)), str(row.spec.param("dtype") or ""))
+        variant = " ".join(p for p in parts if p)
         if isinstance(row.measurement.extra.get("latency_p50_s"), (int, float)):
             latency[variant].append(row)
         if _throughput(row):

@@ -92,7 +92,7 @@ def telemetry_over_run(run: RunData) -> FigureResult:
     facts: dict[str, Any] = {}
     for ax, (key, label, names) in zip(axes, panels):
         facts[key] = _draw_windows(ax, found, names, palette)
-        highest = max((max(d["mean"]) for d in facts[key].values() if d["mean"]), default=1.0)
+        highest = max((max(d["max"]) for d in facts[key].values() if d["max"]), default=1.0)
         from_zero(ax, label, top=105.0 if key == "utilization_percent" else highest * 1.15)  # marks clear the top
         ax.set_xlabel("time since the first timed window (s)")
     figure_legend(fig, palette, sorted({w.device for w in found}))
@@ -119,7 +119,8 @@ def _draw_windows(ax: Axes, found: list[Window], names: tuple[str, ...], palette
                     yerr=([max(0.0, m - float(s["min"])) for m, (_, _, s) in zip(means, items)],  # mean rounds
                           [max(0.0, float(s["max"]) - m) for m, (_, _, s) in zip(means, items)]),
                     fmt="o", markersize=3, capsize=2, linewidth=1.0, color=palette.get(device, OTHER))
-        drawn[device] = {"metric": sorted({name for _, name, _ in items}), "t_s": xs, "mean": means}
+        drawn[device] = {"metric": sorted({name for _, name, _ in items}), "t_s": xs, "mean": means,
+                         "max": [float(s["max"]) for _, _, s in items]}
     return drawn
 
 
