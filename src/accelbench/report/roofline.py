@@ -127,13 +127,12 @@ def _at_least_two_decades(low: float, high: float) -> tuple[float, float]:
 
 
 def _draw_roofline(ax: Axes, device_id: str, device: Device | None, ceilings: dict[str, Any],
-                   points: list[Point]) -> None:
+                   points: list[Point], markers: dict[str, str]) -> None:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     xs = [p["intensity"] for p in points]
     x_lo, x_hi = _at_least_two_decades(min(xs) / 4, max(xs) * 4)
     _draw_roofs(ax, ceilings, x_lo, x_hi)
-    markers = workload_markers({p["workload"] for p in points})
     groups: dict[tuple[str, str], list[Point]] = defaultdict(list)
     for p in points:  # one scatter per marker and colour: thousands of points stay cheap to draw
         groups[(p["workload"], p["dtype"])].append(p)
@@ -181,8 +180,9 @@ def roofline(run: RunData) -> FigureResult:
         return result
     fig, axes = new_figure(len(panels), height_in=4.6)
     facts = {}
+    markers = workload_markers({p["workload"] for *_, points in panels for p in points})  # the same in every panel
     for ax, (device_id, device, ceilings, points) in zip(axes, panels):
-        _draw_roofline(ax, device_id, device, ceilings, points)
+        _draw_roofline(ax, device_id, device, ceilings, points, markers)
         facts[device_id] = {"ceilings_flop_per_s": dict(ceilings["compute"]),
                             "bandwidth_b_per_s": ceilings["bandwidth"],
                             "points": [{k: v for k, v in p.items() if k != "row"} for p in points]}
