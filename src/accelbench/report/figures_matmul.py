@@ -5,9 +5,9 @@ from typing import TYPE_CHECKING
 
 from accelbench.report.analysis import Row
 from accelbench.report.data import RunData, matmul_series, phase_median_s
-from accelbench.report.figure_base import (measured, MAX_BAR_GROUPS, OTHER, OUTSIDE_RIGHT, FigureResult, ci_errors,
-                                           finish, footprint_label, from_zero, keep_bars_narrow, legend_beside, log_axis,
-                                           new_figure, seconds_ticks, size, spread_ticks)
+from accelbench.report.figure_base import (MAX_BAR_GROUPS, OTHER, OUTSIDE_RIGHT, ci_errors, FigureResult, finish,
+                                           footprint_label, from_zero, keep_bars_narrow, legend_beside, log_axis,
+                                           measured, new_figure, seconds_ticks, size, spread_ticks)
 from accelbench.report.palette import colours_of
 from accelbench.units import format_seconds
 

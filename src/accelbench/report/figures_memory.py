@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.report.analysis import Row
 from accelbench.report.data import RunData, series_label, valid_rows
-from accelbench.report.figure_base import (measured, OTHER, FigureResult, figure_legend, finish, from_zero, legend_beside, log_axis,
-                                           new_figure, rate_errors, size, size_ticks)
+from accelbench.report.figure_base import (OTHER, dodge, figure_legend, FigureResult, finish, from_zero,
+                                           legend_beside, log_axis, measured, new_figure, rate_errors, size,
+                                           size_ticks)
 from accelbench.report.palette import colours_of
 from accelbench.units import format_bytes, format_si
 
@@ -45,11 +46,11 @@ def draw_rate_lines(ax: Axes, lines: list[Line], palette: dict[str, str], x_labe
                     x_text: Callable[[float], str]) -> list[dict[str, Any]]:
     """Each line's bandwidth against size with whiskers; returns what was drawn, for the facts."""
     drawn, sizes = [], set()
-    for line in lines:
+    for index, line in enumerate(lines):
         xs = [size(r) for r in line.rows]
         ys = [bandwidth_gb_s(r) for r in line.rows]
         sizes.update(xs)
-        ax.errorbar(xs, ys, yerr=rate_errors(line.rows, lambda r: r.measurement.work.bytes_moved, GB),
+        ax.errorbar(dodge(xs, index, len(lines)), ys, yerr=rate_errors(line.rows, lambda r: r.measurement.work.bytes_moved, GB),
                     color=palette.get(line.label, OTHER), linestyle=line.style[0], marker=line.style[1],
                     markersize=4, capsize=3, linewidth=1.3)
         drawn.append({"series": line.label, "sizes": xs, "gb_per_s": ys})
@@ -116,8 +117,8 @@ def stream_bandwidth(run: RunData) -> FigureResult:
     _panels(result, run, panels, "elements per array n", _elements,
             _style_keys(all_lines, DTYPE_STYLES, str))
     result.caption = ("Bytes the kernel reads and writes (STREAM counting) over the median time; whiskers from "
-                      "the time's 95% interval. Colour: device and backend; line style: dtype. The best of these "
-                      "is the bandwidth ceiling in the roofline.")
+                      "the time's 95% interval. Colour: device and backend; line style: dtype; series at one size are "
+                      "drawn a few per cent apart. The best of these is the bandwidth ceiling in the roofline.")
     return result
 
 

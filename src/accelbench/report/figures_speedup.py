@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 from accelbench.report.analysis import Row
 from accelbench.report.crossover import Curve, find_crossing
 from accelbench.report.data import RunData, matmul_series
-from accelbench.report.figure_base import (measured, MAX_BAR_GROUPS, OTHER, OUTSIDE_RIGHT, FigureResult, finish,
-                                           is_cpu_baseline, log_axis, new_figure, size, size_ticks)
+from accelbench.report.figure_base import (MAX_BAR_GROUPS, OTHER, OUTSIDE_RIGHT, dodge, FigureResult, finish,
+                                           is_cpu_baseline, log_axis, measured, new_figure, size, size_ticks)
 from accelbench.report.palette import colours_of
 from accelbench.runner.speedups import SpeedupCI
 
@@ -73,9 +73,10 @@ def draw_speedup_panel(ax: Axes, groups: list[Group], palette: dict[str, str], x
 
     styles_used: list[Baseline] = []
     sizes: set[float] = set()
-    for group in groups:
+    curves = len(groups) * len(BASELINES)
+    for group_index, group in enumerate(groups):
         colour = palette.get(group.colour_label, OTHER)
-        for baseline in BASELINES:
+        for baseline_index, baseline in enumerate(BASELINES):
             points = _points(group.rows, baseline.attr, group.size)
             if not points:
                 continue
@@ -83,7 +84,8 @@ def draw_speedup_panel(ax: Axes, groups: list[Group], palette: dict[str, str], x
                 styles_used.append(baseline)
             xs, ratios = [p[0] for p in points], [p[1] for p in points]
             sizes.update(xs)
-            ax.errorbar(xs, [r.ratio for r in ratios], yerr=_whiskers(ratios), color=colour,
+            ax.errorbar(dodge(xs, group_index * len(BASELINES) + baseline_index, curves),
+                        [r.ratio for r in ratios], yerr=_whiskers(ratios), color=colour,
                         linestyle=baseline.style, marker=baseline.marker, markersize=4, capsize=3, linewidth=1.3)
             facts["curves"].append({"series": group.legend, "baseline": baseline.name, "sizes": xs,
                                     "ratios": [r.ratio for r in ratios], "low": [r.low for r in ratios],
@@ -144,7 +146,8 @@ def speedup_vs_size(run: RunData) -> FigureResult:
     result.caption = ("Colour: device and backend; solid: against numpy on all CPU cores, dotted: against numpy "
                       "on one core, both with data resident on the device; dashed: end-to-end against all "
                       "cores, transfers included. Break-even interpolated (log–log) where a curve crosses 1. "
-                      "A point without whiskers has an unbounded interval (too few paired rounds).")
+                      "A point without whiskers has an unbounded interval (too few paired rounds). Curves at the same "
+                      "size are drawn a few per cent apart so no whisker hides another.")
     if many:
         result.caption += " Some orders are labelled on the x axis; every order is drawn."
     return finish(result, fig)

@@ -84,7 +84,8 @@ def stats_speedup(run: RunData) -> FigureResult:
     result.facts.update(facts)
     result.caption = ("One row per workload and variant, one column per dtype. Colour: device and backend; solid: "
                       "against numpy on all CPU cores, dotted: against one core. Whiskers: 95% intervals. Above "
-                      "1 the device is faster; its error at that dtype is in the accuracy figure.")
+                      "1 the device is faster; its error at that dtype is in the accuracy figure. Points at one size "
+                      "are drawn a few per cent apart.")
     return finish(result, fig)
 
 

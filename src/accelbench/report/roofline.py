@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.model import Device
 from accelbench.report.data import RunData, matmul_series, series_label, valid_rows
-from accelbench.report.figure_base import (measured, OUTSIDE_RIGHT, FigureResult, finish, from_zero, keep_bars_narrow,
-                                           log_axis, new_figure, size)
+from accelbench.report.figure_base import (OUTSIDE_RIGHT, FigureResult, finish, from_zero, keep_bars_narrow, log_axis,
+                                           measured, new_figure, size)
 from accelbench.report.analysis import DTYPE_METRIC, Row
 from accelbench.units import format_si
 
