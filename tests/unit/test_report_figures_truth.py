@@ -186,3 +186,28 @@ def test_report_page_has_the_new_figures_and_the_energy_table(full_run, tmp_path
 def test_no_energy_no_table(tmp_path):
     cpu_only = [m for m in full_run_measurements(("matmul",)) if m.spec.device == "cpu"]
     assert energy_html(stored_run(tmp_path, cpu_only)) == ""
+
+
+@pytest.mark.slow
+def test_figures_from_a_real_quick_run(tmp_path):
+    """A real run on this machine (numpy on all cores and one core), stored and drawn: the same rules hold."""
+    import accelbench
+    from accelbench.report.data import load_run
+    from accelbench.store.db import Store
+
+    db = str(tmp_path / "real.sqlite")
+    real = accelbench.run(["stream", "reduce"], sizes=[2**18], dtypes="float32", backends="numpy", rigor="quick", db=db)
+    with Store(db) as store:
+        run = load_run(store, real.run_id)
+    [figs] = drawing.draw_all([run])
+    by_name = {f.name: f for f in figs}
+    assert by_name["stream-bandwidth"].present and by_name["reduce-elementwise"].present
+    colours = {}
+    for figure in (f for f in figs if f.present):
+        for axes in figure.drawn["axes"]:
+            assert axes["ylim"][0] == 0.0 if axes["yscale"] == "linear" else "log scale" in axes["ylabel"]
+        for label, colour in figure.drawn["colours"].items():
+            assert colours.setdefault(label, colour) == colour, label
+    assert {"numpy@cpu (1 thread)", "numpy@cpu (2 threads)"} <= set(colours)
+    telemetry = by_name["telemetry"]
+    assert telemetry.present or telemetry.note  # sampled here, or said why not
