@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from accelbench.cluster.slurm import Runner, SlurmUnavailable, run_command
 from accelbench.cluster.states import parse_scontrol_fields
+from accelbench.cluster.targets import Target
 from accelbench.errors import UsageError
 
 # scontrol's node State is BASE[+FLAG...] with a trailing * when the node does not respond; a job
@@ -126,3 +127,31 @@ def cluster_nodes(runner: Runner = run_command) -> list[Node]:
         message = (result.stderr or result.stdout or "").strip() or f"exit status {result.returncode}"
         raise SlurmUnavailable(f"scontrol show node failed: {message}")
     return parse_nodes(result.stdout)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """`submit --each-node`: a job per usable node (pinned to it), and the nodes left out, with why."""
+
+    targets: list[Target]
+    node_of: dict[str, Node]            # node name -> node, for every chosen node
+    unmeasured: list[Node]
+
+
+def plan_sweep(nodes: list[Node], *, partitions: list[str], gres: list[str], repeat: int,
+               max_jobs: int) -> Sweep:
+    """One target per usable node (x --gres values x --repeat), in the node's first chosen
+    partition (or its default one); down and drained nodes go to `unmeasured`."""
+    if repeat < 1:
+        raise UsageError(f"--repeat: {repeat} is not a whole number >= 1")
+    usable = [n for n in nodes if n.measurable]
+    targets = []
+    for node in usable:
+        partition = next((p for p in partitions if p in node.partitions), None)
+        for one_gres in gres or [None]:
+            targets += [Target(partition=partition, node=node.name, gres=one_gres, repeat=r)
+                        for r in range(1, repeat + 1)]
+    if len(targets) > max_jobs:
+        raise UsageError(f"--each-node: this would submit {len(targets)} jobs ({len(usable)} usable "
+                         f"nodes), more than --max-jobs {max_jobs}; choose fewer nodes or raise --max-jobs")
+    return Sweep(targets, {n.name: n for n in nodes}, [n for n in nodes if not n.measurable])
