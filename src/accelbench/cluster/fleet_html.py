@@ -16,6 +16,7 @@ from accelbench.report.html import CSP, CSS
 from accelbench.units import format_si
 
 MAX_PANELS = 12
+RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 OUTLIER_COLOUR, OK_COLOUR, BAND_COLOUR = "#c62828", "#1f5fa8", "#d0d7e2"
 
 
@@ -56,11 +57,13 @@ def fleet_figure_png(view: FleetView) -> bytes | None:
             x += 1
         ax.axhline(1.0, color="#56606e", linewidth=0.8)
         ax.set_yscale("log")
-        top = max(1 / h.spread.threshold for _, h in panels[label])
-        ax.set_ylim(top=top * 1.4)  # room for the type labels above the bands
-        from matplotlib.ticker import FuncFormatter, NullFormatter
+        ratios = [j.ratio for _, h in panels[label] for j in h.judgements]
+        top = max(max(ratios), max(1 / h.spread.threshold for _, h in panels[label])) * 1.4  # room for labels
+        bottom = min(min(ratios), min(h.spread.threshold for _, h in panels[label])) * 0.85
+        ax.set_ylim(bottom, top)
+        from matplotlib.ticker import NullFormatter
 
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
+        ax.set_yticks([t for t in RATIO_TICKS if bottom <= t <= top], [f"{t:g}×" for t in RATIO_TICKS if bottom <= t <= top])
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks(ticks, names, rotation=60 if len(names) > 12 else 0, fontsize=8)
         ax.set_ylabel("rate / type median")
