@@ -28,10 +28,10 @@ def fleet_figure_png(view: FleetView) -> bytes | None:
     """One panel per headline figure (node types side by side): each node's rate / its type's
     median on a log axis, the band a healthy node stays in shaded, outliers in red."""
     panels: dict[str, list[tuple[str, HeadlineView]]] = {}
-    for node_type in view.types:
-        for headline in node_type.headlines:
+    for type_view in view.types:
+        for headline in type_view.headlines:
             if headline.judgements:
-                panels.setdefault(headline.label, []).append((node_type.node_type, headline))
+                panels.setdefault(headline.label, []).append((type_view.node_type, headline))
     if not panels:
         return None
     from accelbench.report.figure_base import new_figure, to_png
@@ -111,12 +111,12 @@ def fleet_html(view: FleetView, png: bytes | None) -> str:
                      + base64.b64encode(png).decode("ascii") + "'><figcaption>Shaded: the band a healthy node "
                      "stays in (outlier rule); red: outliers; squares: types of fewer than 3 nodes, not "
                      "judged.</figcaption></figure>")
-    for node_type in view.types:
-        counts = ", ".join(f"{node_type.count(s)} {s}" for s in ("measured", "failed", "pending", "unmeasured")
-                           if node_type.count(s))
-        parts.append(f"<h2>Node type {_e(node_type.node_type)}</h2><p class='meta'>{len(node_type.nodes)} "
+    for type_view in view.types:
+        counts = ", ".join(f"{type_view.count(s)} {s}" for s in ("measured", "failed", "pending", "unmeasured")
+                           if type_view.count(s))
+        parts.append(f"<h2>Node type {_e(type_view.node_type)}</h2><p class='meta'>{len(type_view.nodes)} "
                      f"node(s): {_e(counts)}</p>")
-        parts += [_headline_table(h) for h in node_type.headlines]
+        parts += [_headline_table(h) for h in type_view.headlines]
     parts.append("</body></html>")
     return "\n".join(parts)
 

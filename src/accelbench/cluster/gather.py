@@ -112,7 +112,21 @@ class _Pending:
     rows: list[dict]
 
 
-def _read_results(outcome: JobOutcome, results_dir: Path) -> _Pending | None:
+def _stored_already(document, store) -> list[str] | None:
+    """The run ids of a parsed document when every one is already in the store (gathering again:
+    nothing to validate or build), else None."""
+    runs = document.get("runs") if isinstance(document, dict) else None
+    if not isinstance(runs, list) or not runs:
+        return None
+    ids = [str(run["id"]) for run in runs if isinstance(run, dict) and isinstance(run.get("id"), str)]
+    if len(ids) != len(runs):
+        return None
+    connection = store._connection()  # a read-only look beside the Store's own queries
+    stored = all(connection.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() for run_id in ids)
+    return ids if stored else None
+
+
+def _read_results(outcome: JobOutcome, results_dir: Path, store) -> _Pending | None:
     """Read and validate a job's results file (nothing is written yet); None when there is none
     to import, with the problem noted on the outcome."""
     from accelbench.store.document_schema import validate_document
@@ -128,6 +142,10 @@ def _read_results(outcome: JobOutcome, results_dir: Path) -> _Pending | None:
     try:
         raw = read_bytes(path)
         document = parse_json(raw, path)
+        present = _stored_already(document, store)
+        if present is not None:
+            outcome.present = present
+            return None
         try:
             validate_document(document)
         except UsageError as exc:
@@ -146,10 +164,7 @@ def _read_results(outcome: JobOutcome, results_dir: Path) -> _Pending | None:
 def _import_all(pending: list[_Pending], store) -> None:
     """Every job's runs into the database in ONE transaction (hundreds of nodes: one commit, not
     hundreds); a run id already stored, or met twice, counts as present."""
-    from accelbench.bulk import frozen_heap
-
-    with frozen_heap(collect=False):  # many new objects, no cycles among them
-        added = set(store.restore_runs(row for item in pending for row in item.rows))
+    added = set(store.restore_runs(row for item in pending for row in item.rows))
     for item in pending:
         item.outcome.imported = [run_id for run_id in item.run_ids if run_id in added]
         added.difference_update(item.outcome.imported)  # a run in two files is new only once
@@ -164,7 +179,7 @@ def _log_tail(record: JobRecord, results_dir: Path) -> list[str]:
     return tail or ["(no log lines: the job left no output here)"]
 
 
-def _outcome(record: JobRecord, results_dir: Path, known: Mapping[str, JobState],
+def _outcome(record: JobRecord, results_dir: Path, known: Mapping[str, JobState], store,
              slurm_asked: bool) -> tuple[JobOutcome, _Pending | None]:
     if record.job_id is None and record.unmeasured:
         state = JobState("", NOT_MEASURED, "scontrol", reason=record.unmeasured,
@@ -176,7 +191,7 @@ def _outcome(record: JobRecord, results_dir: Path, known: Mapping[str, JobState]
     try:
         state = known.get(record.job_id) or state_from_files(record, results_dir, slurm_asked)
         outcome = JobOutcome(record, state)
-        return outcome, _read_results(outcome, results_dir)
+        return outcome, _read_results(outcome, results_dir, store)
     except OutsideResults as exc:  # one planted symlink costs that job, not the whole gather
         state = known.get(record.job_id) or JobState(record.job_id, UNKNOWN, "files", reason=str(exc))
         return JobOutcome(record, state, problem=f"refused: {exc}"), None
@@ -185,8 +200,11 @@ def _outcome(record: JobRecord, results_dir: Path, known: Mapping[str, JobState]
 def outcomes_for(records: list[JobRecord], results_dir: Path, known: Mapping[str, JobState], store,
                  slurm_asked: bool = True) -> list[JobOutcome]:
     """Each record's outcome, its results imported (all files in one transaction)."""
-    pairs = [_outcome(r, results_dir, known, slurm_asked) for r in records]
-    _import_all([item for _, item in pairs if item is not None], store)
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap(collect=False):  # parsing and row building make many objects and no cycles
+        pairs = [_outcome(r, results_dir, known, store, slurm_asked) for r in records]
+        _import_all([item for _, item in pairs if item is not None], store)
     for outcome, _ in pairs:
         if outcome.status == "failed" and outcome.record.job_id and not outcome.problem.startswith("refused:"):
             outcome.log_tail = _log_tail(outcome.record, results_dir)

@@ -145,10 +145,11 @@ def plan_sweep(nodes: list[Node], *, partitions: list[str], gres: list[str], rep
     if repeat < 1:
         raise UsageError(f"--repeat: {repeat} is not a whole number >= 1")
     usable = [n for n in nodes if n.measurable]
-    targets = []
+    targets: list[Target] = []
+    gres_values: list[str | None] = list(gres) or [None]
     for node in usable:
         partition = next((p for p in partitions if p in node.partitions), None)
-        for one_gres in gres or [None]:
+        for one_gres in gres_values:
             targets += [Target(partition=partition, node=node.name, gres=one_gres, repeat=r)
                         for r in range(1, repeat + 1)]
     if len(targets) > max_jobs:
