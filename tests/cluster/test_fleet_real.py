@@ -7,7 +7,8 @@ Slurm of test_slurm_real.py). The tests skip, saying why, when it does not answe
 The sweep runs the test-only workload `nodepace` (tests/cluster/plugin_site), whose calls wait
 three times as long on the node named in ACCELBENCH_TEST_SLOW_NODES: the one node made slow.
 The last typeb node is drained for the module (and resumed after). Two sweeps run, so the second
-also learns from the first as stored history. No reference value is given anywhere.
+also learns from the first as stored history; in the second, the first typeb node's benchmark
+fails (ACCELBENCH_TEST_BROKEN_NODES). No reference value is given anywhere.
 
 The comparison admits noisy results (--include-noisy): on a shared two-core machine the contention
 watch marks nearly every result noisy while the other jobs run; that valid-only results are the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,7 +77,7 @@ def accelbench(*args: str, env: dict[str, str], timeout_s: float = 200) -> subpr
 def sweeps(tmp_path_factory):
     """Two sweeps of every node (one drained), gathered into one database, then `fleet` on each."""
     assert NODE_TYPES is not None
-    slow, drained = NODE_TYPES["typea"][-1], NODE_TYPES["typeb"][-1]
+    slow, drained, broken = NODE_TYPES["typea"][-1], NODE_TYPES["typeb"][-1], NODE_TYPES["typeb"][0]
     folder = tmp_path_factory.mktemp("fleet")
     results, db = folder / "results", folder / "fleet.sqlite"
     env = {**os.environ, "SLURM_CONF": str(FLEET_CONF), "ACCELBENCH_DB": str(folder / "default.sqlite"),
@@ -87,9 +89,10 @@ def sweeps(tmp_path_factory):
     started = time.monotonic()
     try:
         done = []
-        for _ in range(2):
+        for number in range(2):
+            sweep_env = {**env, "ACCELBENCH_TEST_BROKEN_NODES": broken if number == 1 else ""}
             submitted = accelbench("submit", *SUITE, "--each-node", "--results-dir", str(results), "--db", str(db),
-                                   "--wait", "--timeout", "150", "--poll", "0.5", env=env)
+                                   "--wait", "--timeout", "150", "--poll", "0.5", env=sweep_env)
             fleet = accelbench("fleet", str(results), "--db", str(db), "--include-noisy", "--json",
                                "--html", str(folder / "page"), env=env)
             done.append((submitted, fleet))
@@ -99,20 +102,28 @@ def sweeps(tmp_path_factory):
     for submitted, fleet in done:
         print(f"\n{submitted.stdout}{submitted.stderr}\nfleet exit {fleet.returncode}\n{fleet.stderr}")
     print(f"two sweeps, gathered and judged, in {elapsed_s:.1f} s")
-    return {"done": done, "slow": slow, "drained": drained, "db": db, "results": results, "env": env,
+    return {"done": done, "slow": slow, "drained": drained, "broken": broken, "db": db, "results": results, "env": env,
             "folder": folder}
 
 
 def test_every_usable_node_runs_once_pinned_and_the_drained_one_is_named(sweeps):
     expected = {n for names in NODE_TYPES.values() for n in names} - {sweeps["drained"]}
-    for submitted, _ in sweeps["done"]:
-        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    for number, (submitted, _) in enumerate(sweeps["done"]):
+        assert submitted.returncode == number, submitted.stdout + submitted.stderr  # the 2nd: a job failed
         assert {line.split("node=")[1] for line in submitted.stdout.splitlines()
                 if line.startswith("submitted job ")} == expected
         assert (f"not measured: node {sweeps['drained']}: DRAIN (state IDLE+DRAIN): {DRAIN_REASON}"
                 in submitted.stdout)
         assert f"[--] node {sweeps['drained']} not measured: DRAIN" in submitted.stdout
-        assert f"{len(expected)} done, 0 pending, 0 running, 0 failed" in submitted.stdout
+        assert f"{len(expected) - number} done, 0 pending, 0 running, {number} failed" in submitted.stdout
+
+
+def test_a_failed_node_is_named_with_its_slurm_state_and_last_lines(sweeps):
+    submitted, fleet = sweeps["done"][1]
+    assert re.search(rf"\[FAILED\] job \d+ \({sweeps['broken']}\): FAILED \(exit 1:0", submitted.stdout)
+    (failed,) = json.loads(fleet.stdout)["failed"]
+    assert failed["node"] == sweeps["broken"] and failed["state"].startswith("FAILED (exit 1:0")
+    assert any(f"nodepace: node {sweeps['broken']} is broken (test)" in line for line in failed["log_tail"])
 
 
 def test_each_nodes_results_carry_its_name_features_and_sweep(sweeps):
@@ -131,7 +142,8 @@ def test_fleet_flags_exactly_the_slow_node_in_both_sweeps(sweeps):
         assert fleet.returncode == 1, fleet.stdout + fleet.stderr  # an outlier was found
         view = json.loads(fleet.stdout)
         assert view["outliers"] == [sweeps["slow"]]
-        assert view["failed"] == [] and view["pending"] == []
+        assert [n["node"] for n in view["failed"]] == ([] if number == 0 else [sweeps["broken"]])
+        assert view["pending"] == []
         assert [n["node"] for n in view["not_measured"]] == [sweeps["drained"]]
         assert DRAIN_REASON in view["not_measured"][0]["reason"]
         typea = next(t for t in view["types"] if t["node_type"] == "typea")

@@ -2,7 +2,8 @@
 
 Each call sums a small array (checked against float64 like any workload) and then waits
 PACE_S; on a node named in ACCELBENCH_TEST_SLOW_NODES (compared with SLURMD_NODENAME, which
-slurmd sets in every job) it waits ACCELBENCH_TEST_SLOW_FACTOR times as long. Waiting, not
+slurmd sets in every job) it waits ACCELBENCH_TEST_SLOW_FACTOR times as long; on a node named in
+ACCELBENCH_TEST_BROKEN_NODES it fails before measuring. Waiting, not
 computing, so that jobs sharing two cores do not slow each other down: the only difference
 between nodes is the one the test asked for. Installed for tests/cluster/test_fleet_real.py by
 putting this folder (with its .dist-info) on PYTHONPATH, which sbatch passes on to the jobs.
@@ -19,10 +20,13 @@ from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 PACE_S = 0.004
 
 
+def _here_in(variable: str) -> bool:
+    return os.environ.get("SLURMD_NODENAME", "") in {n for n in os.environ.get(variable, "").split(",") if n}
+
+
 def pace_s() -> float:
-    slow = {name for name in os.environ.get("ACCELBENCH_TEST_SLOW_NODES", "").split(",") if name}
     factor = float(os.environ.get("ACCELBENCH_TEST_SLOW_FACTOR", "3"))
-    return PACE_S * (factor if os.environ.get("SLURMD_NODENAME", "") in slow else 1.0)
+    return PACE_S * (factor if _here_in("ACCELBENCH_TEST_SLOW_NODES") else 1.0)
 
 
 class NodePace(Workload):
@@ -41,6 +45,8 @@ class NodePace(Workload):
         return 3 * 8 * params["n"]
 
     def prepare(self, backend, device, params, seed):
+        if _here_in("ACCELBENCH_TEST_BROKEN_NODES"):  # a node whose benchmark cannot even start
+            raise RuntimeError(f"nodepace: node {os.environ['SLURMD_NODENAME']} is broken (test)")
         xp = backend.namespace(device)
         wait_s = pace_s()
 
