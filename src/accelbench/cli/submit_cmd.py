@@ -180,7 +180,10 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
             print(f"submitted job {sent.job_id}: {target.label()}", file=out, flush=True)
         else:
             print(f"sbatch refused job {index} ({target.label()}): {printable(sent.message)}", file=out, flush=True)
-    if sweep is not None and not dry_run:
+    if sweep is not None and dry_run:
+        for node in sweep.unmeasured:
+            print(printable(f"# not measured: node {node.name}: {node.why_not_measured()}"), file=out)
+    elif sweep is not None:
         records += record_unmeasured(settings, sweep, submission, len(targets), out)
     return records
 
