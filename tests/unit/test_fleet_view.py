@@ -148,10 +148,12 @@ def test_earlier_sweeps_in_the_store_widen_the_spread(tmp_path):
     with Store(tmp_path / "db.sqlite") as store:
         for sweep in ("sweep0", "sweep1"):  # earlier sweeps scattered by about 10%
             _store_sweep(store, sweep, {"a1": 110e9, "a2": 90e9, "a3": 100e9, "a4": 112e9, "a5": 88e9})
+        _store_sweep(store, "sweepz", {"a1": 50e9, "a2": 150e9, "a3": 100e9})  # a later sweep: not history
         entries = _store_sweep(store, "sweep9", {"a1": 100e9, "a2": 100.5e9, "a3": 75e9})
-        alone = build_fleet(store, entries[:0], "sweep9")
         view = build_fleet(store, entries, "sweep9")
-    assert alone.types == []
+    with Store(tmp_path / "alone.sqlite") as store:  # the same sweep with no history: a3 is accused
+        alone = build_fleet(store, _store_sweep(store, "sweep9", {"a1": 100e9, "a2": 100.5e9, "a3": 75e9}), "sweep9")
+    assert alone.outlier_nodes() == ["a3"] and alone.types[0].headlines[0].spread.history_points == 0
     (headline,) = view.types[0].headlines
     assert headline.spread.history_points == 10 and headline.spread.points == 13
     assert view.outlier_nodes() == []  # 25% below, within what this fleet's history shows

@@ -72,6 +72,10 @@ def run(args) -> int:
 
             records = select(load_manifest(folder), args.submission)
             report = gather(folder, store, records=records)
+            imported = sum(len(o.imported) for o in report.outcomes)
+            print(printable(f"gathered {folder}: {imported} run(s) newly imported into {store.path}"
+                            + (f" (Slurm could not be asked: {report.slurm_error})" if report.slurm_error else "")),
+                  file=sys.stderr)
             submission = records[-1].submission if records else ""
             view = build_fleet(store, entries_from_outcomes(report.outcomes), submission, verdicts)
         else:

@@ -199,10 +199,11 @@ def type_view(store, node_type: str, nodes: list[NodeEntry], verdicts: tuple[str
     return view
 
 
-def history_deviations(store, node_type: str, spec_keys: list[str], exclude_submission: str,
+def history_deviations(store, node_type: str, spec_keys: list[str], before_submission: str,
                        verdicts: tuple[str, ...]) -> dict[str, list[float]]:
-    """spec key -> log deviations of each node from its sweep's median, over the latest earlier
-    sweeps of this node type (runs gathered with a `submission` and `node_features` tag)."""
+    """spec key -> log deviations of each node from its sweep's median, over the latest sweeps of
+    this node type before this one (runs gathered with a `submission` and `node_features` tag;
+    submission ids begin with their time, so they sort as they were made)."""
     from accelbench.store.schema import measurement_from_row
 
     if not spec_keys:
@@ -213,8 +214,8 @@ def history_deviations(store, node_type: str, spec_keys: list[str], exclude_subm
         "JOIN run_tags sub ON sub.run_id = r.run_id AND sub.key = 'submission' "
         "JOIN run_tags typ ON typ.run_id = r.run_id AND typ.key = 'node_features' "
         "JOIN run_tags node ON node.run_id = r.run_id AND node.key = 'node' "
-        f"WHERE typ.value = ? AND sub.value != ? AND r.spec_key IN ({marks}) AND r.check_passed = 1 "
-        "ORDER BY sub.value DESC", (node_type if node_type != NO_FEATURES else "", exclude_submission, *spec_keys))
+        f"WHERE typ.value = ? AND sub.value < ? AND r.spec_key IN ({marks}) AND r.check_passed = 1 "
+        "ORDER BY sub.value DESC", (node_type if node_type != NO_FEATURES else "", before_submission, *spec_keys))
     sweeps: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         m = measurement_from_row(row)
