@@ -176,3 +176,25 @@ def test_fleet_command_from_the_database_json_exit_codes_and_page(tmp_path, caps
     assert "OUTLIER <b>x</b> (typea): matmul [numpy@cpu] dtype=float32 n=512: 0.40× its type's median" in text
     assert main(["fleet", "--db", str(db), "--fail-on", "sometimes"]) == 2
     assert "--fail-on 'sometimes': accepted: comma-separated from outlier" in capsys.readouterr().err
+
+
+def test_one_file_the_database_refuses_costs_only_its_job(tmp_path, monkeypatch):
+    """The batch is stored in one transaction; if the database refuses it, each job is stored
+    alone and only the job whose runs were refused is reported."""
+    from accelbench.cluster.gather import JobOutcome, _import_all, _Pending
+    from accelbench.store.import_file import run_records
+
+    def pending(job_id: str, run_id: str, status: str) -> _Pending:
+        run = {"id": run_id, "started_at": "2026-12-03T00:00:00+00:00", "status": status,
+               "accelbench_version": "t", "machine": {"hostname": "n"}, "results": [], "skips": []}
+        outcome = JobOutcome(JobRecord("s", 1, Target(node="n"), "", "t", (), job_id=job_id),
+                             JobState(job_id, "COMPLETED", "squeue"))
+        return _Pending(outcome, [run_id], list(run_records([run], {"node": "n"}, None)))
+
+    good, bad = pending("1", "run-good", "complete"), pending("2", "run-bad", "no such status")
+    with Store(tmp_path / "db.sqlite") as store:
+        _import_all([good, bad], store)
+        assert [r.id for r in store.runs()] == ["run-good"]
+    assert good.outcome.imported == ["run-good"] and good.outcome.status == "ok"
+    assert bad.outcome.imported == [] and "the database refused them" in bad.outcome.problem
+    assert bad.outcome.status == "failed"

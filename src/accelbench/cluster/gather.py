@@ -163,8 +163,23 @@ def _read_results(outcome: JobOutcome, results_dir: Path, store) -> _Pending | N
 
 def _import_all(pending: list[_Pending], store) -> None:
     """Every job's runs into the database in ONE transaction (hundreds of nodes: one commit, not
-    hundreds); a run id already stored, or met twice, counts as present."""
-    added = set(store.restore_runs(row for item in pending for row in item.rows))
+    hundreds); a run id already stored, or met twice, counts as present. Should the batch's data
+    be refused (validation let through something the database will not take), each job's runs
+    are stored on their own, so one bad file costs only its job; a database that cannot be
+    written at all (full, locked) stops the gather as before."""
+    import sqlite3
+
+    refused = (ValueError, sqlite3.IntegrityError)
+    try:
+        added = set(store.restore_runs(row for item in pending for row in item.rows))
+    except refused:
+        added = set()
+        for item in pending:
+            try:
+                added.update(store.restore_runs(item.rows))
+            except refused as exc:
+                item.outcome.problem = f"results not imported: the database refused them: {exc}"
+                item.run_ids = []
     for item in pending:
         item.outcome.imported = [run_id for run_id in item.run_ids if run_id in added]
         added.difference_update(item.outcome.imported)  # a run in two files is new only once
