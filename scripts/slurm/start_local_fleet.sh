@@ -9,13 +9,14 @@
 # Stdout carries only the `export SLURM_CONF=...` line; progress goes to stderr. Idempotent.
 # Settings (environment):
 #   ACCELBENCH_FLEET_DIR    scratch folder (default /tmp/accelbench-fleet)
-#   ACCELBENCH_FLEET_NODES  "name:feature[,feature] ..." (default: fleet1-3 typea, fleet4-6 typeb)
+#   ACCELBENCH_FLEET_NODES  "name:feature[,feature][:gres] ..." (default: fleet1-3 typea, fleet4-6
+#                           typeb with a count-only GRES fpga:2, which needs no device file)
 #   ACCELBENCH_FLEET_PORT   slurmctld's port; node i listens on PORT+i (default 6950)
 # Stop with scripts/slurm/stop_local_fleet.sh.
 set -euo pipefail
 
 S="${ACCELBENCH_FLEET_DIR:-/tmp/accelbench-fleet}"
-NODES="${ACCELBENCH_FLEET_NODES:-fleet1:typea fleet2:typea fleet3:typea fleet4:typeb fleet5:typeb fleet6:typeb}"
+NODES="${ACCELBENCH_FLEET_NODES:-fleet1:typea fleet2:typea fleet3:typea fleet4:typeb:fpga:2 fleet5:typeb:fpga:2 fleet6:typeb:fpga:2}"
 PORT="${ACCELBENCH_FLEET_PORT:-6950}"
 READY_TIMEOUT_S="${ACCELBENCH_SLURM_READY_TIMEOUT_S:-60}"
 MIN_JOB_AGE_S="${ACCELBENCH_SLURM_MIN_JOB_AGE_S:-30}"
@@ -49,14 +50,17 @@ if [ ! -s /etc/munge/munge.key ]; then
 fi
 
 host="$(hostname -s)"
-node_lines="" names="" i=0
+node_lines="" names="" gres_types="" i=0
 for spec in $NODES; do
-  name="${spec%%:*}" features="${spec#*:}"
-  [ "$features" != "$spec" ] || features=""
+  IFS=: read -r name features gres <<< "$spec"
   i=$((i + 1))
   mkdir -p "$S/spool-$name"
   node_lines+="NodeName=$name NodeHostname=$host Port=$((PORT + i)) CPUs=1 RealMemory=1000"
   [ -z "$features" ] || node_lines+=" Feature=$features"
+  if [ -n "$gres" ]; then
+    node_lines+=" Gres=$gres"
+    case ",$gres_types," in *",${gres%%:*},"*) ;; *) gres_types+="${gres_types:+,}${gres%%:*}" ;; esac
+  fi
   node_lines+=$' State=UNKNOWN\n'
   names+="${names:+,}$name"
 done
@@ -89,6 +93,7 @@ ReturnToService=2
 MinJobAge=$MIN_JOB_AGE_S
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
+${gres_types:+GresTypes=$gres_types}
 ${node_lines%$'\n'}
 PartitionName=fleet Nodes=$names Default=YES MaxTime=INFINITE State=UP
 CONF

@@ -1,7 +1,7 @@
 """A whole cluster in one command, against a REAL Slurm of several nodes on this machine.
 
 Start it first (root): `eval "$(scripts/slurm/start_local_fleet.sh)"` (six `slurmd -N` daemons:
-fleet1-3 with feature typea, fleet4-6 with typeb; its own ports and folder, beside the one-node
+fleet1-3 with feature typea, fleet4-6 with typeb and GRES fpga:2; its own ports and folder, beside the one-node
 Slurm of test_slurm_real.py). The tests skip, saying why, when it does not answer.
 
 The sweep runs the test-only workload `nodepace` (tests/cluster/plugin_site), whose calls wait
@@ -133,6 +133,8 @@ def test_each_nodes_results_carry_its_name_features_and_sweep(sweeps):
     for run in runs:
         node = run.tags["node"]
         assert run.tags["node_features"] == next(t for t, names in NODE_TYPES.items() if node in names)
+        # start_local_fleet.sh gives typeb nodes a count-only GRES; typea nodes have none
+        assert run.tags.get("node_gres") == ("fpga:2" if run.tags["node_features"] == "typeb" else None)
         assert run.tags["submission"] and run.tags["job_id"] and run.tags["partition"] == "fleet"
     assert sweeps["drained"] not in {run.tags["node"] for run in runs}
 
