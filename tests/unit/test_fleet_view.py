@@ -175,7 +175,7 @@ def test_fleet_command_from_the_database_json_exit_codes_and_page(tmp_path, caps
     text = capsys.readouterr().out
     assert "OUTLIER <b>x</b> (typea): matmul [numpy@cpu] dtype=float32 n=512: 0.40× its type's median" in text
     assert main(["fleet", "--db", str(db), "--fail-on", "sometimes"]) == 2
-    assert "--fail-on 'sometimes': accepted: comma-separated from outlier" in capsys.readouterr().err
+    assert "'sometimes' is not accepted; accepted: comma-separated from outlier" in capsys.readouterr().err
 
 
 def test_one_file_the_database_refuses_costs_only_its_job(tmp_path, monkeypatch):

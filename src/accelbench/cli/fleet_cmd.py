@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--submission", metavar="ID", type=validate.nonempty("a submission id, or latest"),
                         default="latest", help="which sweep (default: latest)")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
-    parser.add_argument("--fail-on", default="outlier,failed", metavar="KINDS",
+    parser.add_argument("--fail-on", default="outlier,failed", metavar="KINDS", type=fail_on_kinds,
                         help=f"what makes the exit status 1: comma-separated from {', '.join(FAIL_ON)} "
                              f"(unjudged: a measured node with no result to compare), or none "
                              f"(default: outlier,failed)")
@@ -34,11 +34,12 @@ def add_arguments(parser) -> None:
                         help="also compare results whose verdict is noisy (a busy shared machine); "
                              "default: valid results only")
     parser.add_argument("--json", action="store_true", help="print the fleet view as JSON")
-    parser.add_argument("--html", metavar="DIR", type=validate.path("an output folder"),
+    parser.add_argument("--html", metavar="DIR", type=validate.folder("the fleet page (index.html)"),
                         help="also write the fleet page (index.html, with a figure) into DIR")
 
 
 def parse_fail_on(text: str) -> set[str]:
+    """'outlier,failed' -> {"outlier", "failed"}; 'none' -> set(); anything else refused."""
     from accelbench.errors import UsageError
 
     chosen = {part.strip() for part in text.split(",") if part.strip()}
@@ -46,8 +47,21 @@ def parse_fail_on(text: str) -> set[str]:
         return set()
     unknown = sorted(chosen - set(FAIL_ON))
     if unknown or not chosen:
-        raise UsageError(f"--fail-on {text!r}: accepted: comma-separated from {', '.join(FAIL_ON)}, or none")
+        raise UsageError(f"{text!r} is not accepted; accepted: comma-separated from {', '.join(FAIL_ON)}, or none")
     return chosen
+
+
+def fail_on_kinds(text: str) -> str:
+    """The parser's check of --fail-on (the value stays text: run() parses it again)."""
+    import argparse
+
+    from accelbench.errors import UsageError
+
+    try:
+        parse_fail_on(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def run(args) -> int:
