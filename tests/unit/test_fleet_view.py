@@ -159,7 +159,7 @@ def test_earlier_sweeps_in_the_store_widen_the_spread(tmp_path):
     assert view.outlier_nodes() == []  # 25% below, within what this fleet's history shows
 
 
-def test_fleet_command_from_the_database_json_exit_codes_and_page(tmp_path, capsys):
+def test_fleet_command_from_the_database_json_exit_codes_and_page(tmp_path, capsys, monkeypatch):
     db = tmp_path / "db.sqlite"
     with Store(db) as store:
         _store_sweep(store, "sweep1", {"a1": 100e9, "a2": 101e9, "a3": 99e9, "<b>x</b>": 40e9})
@@ -171,9 +171,12 @@ def test_fleet_command_from_the_database_json_exit_codes_and_page(tmp_path, caps
     assert headline["spread"]["outlier_below_ratio"] < 1
     page = (tmp_path / "page" / "index.html").read_text()
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "data:image/png;base64," in page
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["fleet", "--db", str(db), "--fail-on", "none"]) == 0
     text = capsys.readouterr().out
-    assert "OUTLIER <b>x</b> (typea): matmul [numpy@cpu] dtype=float32 n=512: 0.40× its type's median" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert ("OUTLIER <b>x</b> (typea): matmul [numpy@cpu] dtype=float32 n=512: 0.40× its type's median"
+            in " ".join(line.strip() for line in text.splitlines()))
     assert main(["fleet", "--db", str(db), "--fail-on", "sometimes"]) == 2
     assert "'sometimes' is not accepted; accepted: comma-separated from outlier" in capsys.readouterr().err
 

@@ -113,15 +113,25 @@ def run(args) -> int:
 
 
 def print_fleet(view, out=None) -> None:
+    """The fleet view as text that fits the terminal (80 columns when piped): long lines wrap
+    with a hanging indent, words and labels whole."""
     out = out or sys.stdout
+    import shutil
+    import textwrap
+
     from accelbench.cluster.outliers import Z
     from accelbench.units import format_si
 
-    def say(text: str = "") -> None:
-        print(printable(text), file=out)
+    width = max(60, shutil.get_terminal_size((80, 24)).columns)
 
-    say(f"fleet of sweep {view.submission}: only results with verdict {' or '.join(view.verdicts)} are compared; "
-        f"a node is an outlier {Z:g} robust sigmas below its type's median")
+    def say(text: str = "", indent: int = 0) -> None:
+        lines = textwrap.wrap(printable(text), width, initial_indent=" " * indent,
+                              subsequent_indent=" " * (indent + 4), break_long_words=False,
+                              break_on_hyphens=False) or [""]
+        print("\n".join(lines), file=out)
+
+    say(f"fleet of sweep {view.submission}: only results with verdict {' or '.join(view.verdicts)} are "
+        f"compared; a node is an outlier {Z:g} robust sigmas below its type's median")
     for node_type in view.types:
         counts = ", ".join(f"{node_type.count(s)} {s.replace('unmeasured', 'not measured')}"
                            for s in ("measured", "failed", "pending", "unmeasured") if node_type.count(s))
@@ -129,15 +139,16 @@ def print_fleet(view, out=None) -> None:
         say(f"node type {node_type.node_type}: {len(node_type.nodes)} node(s): {counts}")
         for headline in node_type.headlines:
             unit, spread = headline.unit, headline.spread
-            say(f"  {headline.label}")
-            say(f"    type median {format_si(headline.median, unit)}, spread ±{spread.relative:.1%} "
-                f"({spread.source}); outlier below {spread.threshold:.2f}× the median")
+            say(headline.label, 2)
+            say(f"type median {format_si(headline.median, unit)}, spread ±{spread.relative:.1%}: outlier "
+                f"below {spread.threshold:.2f}× the median ({spread.source})", 4)
+            if any(j.verdict == "not judged" for j in headline.judgements):
+                say("fewer than 3 nodes measured it: shown, not judged", 4)
             for judgement in sorted(headline.judgements, key=lambda j: j.ratio):
                 figure = headline.figures[judgement.node]
-                mark = {"outlier": "OUTLIER", "ok": "ok", "not judged": "not judged (fewer than 3 nodes)"}
-                say(f"    {judgement.node:<14} {format_si(figure.value, unit):>14} ±{figure.spread:.1%}  "
-                    f"{judgement.ratio:5.2f}× median  z {judgement.z:+6.1f}  {mark[judgement.verdict]}"
-                    f"  [{figure.verdict}]")
+                mark = {"outlier": "OUTLIER", "ok": "ok", "not judged": "-"}[judgement.verdict]
+                say(f"{judgement.node:<12} {format_si(figure.value, unit):>12} ±{figure.spread:.1%}  "
+                    f"{judgement.ratio:.2f}×  z {judgement.z + 0.0:+.1f}  {mark} [{figure.verdict}]", 4)
     say()
     outliers = view.outliers()
     for node_type, headline, judgement in outliers:
@@ -146,7 +157,7 @@ def print_fleet(view, out=None) -> None:
     for entry in view.nodes("failed"):
         say(f"FAILED {entry.node}: {entry.detail}")
         for line in entry.log_tail[-6:]:
-            say(f"    | {line}")
+            say(f"| {line}", 4)
     for entry in view.nodes("unmeasured"):
         say(f"NOT MEASURED {entry.node}: {entry.detail}")
     for entry in view.nodes("pending"):
