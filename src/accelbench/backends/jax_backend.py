@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
 from accelbench.backends.base import Availability, Backend, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
@@ -203,6 +204,9 @@ class JaxBackend(LazyFramework, Backend):
     def namespace(self, device: str) -> Any:
         return self._jax().numpy
 
+    def arrays(self, device: str) -> JaxArrays:
+        return JaxArrays(self, device)
+
     def _dtype(self, dtype: str, device: str) -> Any:
         if dtype not in self.dtypes(device):
             raise Unsupported(f"jax has no {dtype} on {device} (it has {', '.join(self.dtypes(device))})")
@@ -271,3 +275,66 @@ class JaxBackend(LazyFramework, Backend):
                 f"with {count}; for one thread set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
                 "before jax is imported")
         yield in_force
+
+
+class JaxRandom(DeviceRandom):
+    name = "jax.random (threefry)"
+
+    def __init__(self, ops, seed):
+        super().__init__(ops, seed)
+        import jax
+
+        self.random = jax.random
+        make_key = getattr(jax.random, "key", None) or jax.random.PRNGKey
+        with ops.on_device():
+            self.key = make_key(self.seed)
+
+    def _next(self):
+        self.key, sub = self.random.split(self.key)
+        return sub
+
+    def normal(self, shape, dtype):
+        with self.ops.on_device():
+            return self.random.normal(self._next(), shape, dtype=self.ops.dtype(dtype))
+
+    def uniform(self, shape, dtype):
+        with self.ops.on_device():
+            return self.random.uniform(self._next(), shape, dtype=self.ops.dtype(dtype))
+
+    def integers(self, high, shape):
+        with self.ops.on_device():
+            return self.random.randint(self._next(), shape, 0, high)
+
+
+class JaxArrays(ArrayNamespace):
+    """jax.numpy: arrays made under the device as default, functions jitted, results waited on."""
+
+    generator = JaxRandom
+    compiles_functions = True
+
+    @contextlib.contextmanager
+    def on_device(self) -> Iterator[None]:
+        import jax  # imported already: the backend gave us jax.numpy
+
+        (device,) = tuple(self.probe.devices())
+        with jax.default_device(device):
+            yield
+
+    @property
+    def index_dtype(self) -> str:
+        """int32 without x64 (enough below 2³¹ elements), else int64."""
+        return "int64" if "float64" in self.backend.dtypes(self.device) else "int32"
+
+    def median_rows(self, array: Any) -> Any:
+        return self.xp.sort(array, axis=1)[:, array.shape[1] // 2]  # the middle of each sorted row
+
+    def jit(self, function: Any) -> Any:
+        import jax
+
+        return jax.jit(function)
+
+    def ready(self, *arrays: Any) -> Any:
+        # the backend's synchronize() waits only on arrays it made itself: these are waited on here
+        for array in arrays:
+            array.block_until_ready()
+        return super().ready(*arrays)

@@ -338,6 +338,11 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
     def namespace(self, device: str) -> Any:
         return self._torch()
 
+    def arrays(self, device: str) -> Any:
+        from accelbench.backends.torch_arrays import TorchArrays
+
+        return TorchArrays(self, device)
+
     def _xp(self, array: Any) -> Any:
         return self._module
 

@@ -154,7 +154,7 @@ class MCMC(StatsWorkload):
         return checked(lambda: ops.ready(*run_chains(ops, functions, timed, chains, steps, batches, dtype)), judge,
                        base_metrics(self, params, seed, generator_name(ops)) |
                        {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps,
-                        "launches_per_call": (1 if ops.kind == "jax" else ARRAY_OPS_PER_STEP) * steps},
+                        "launches_per_call": (1 if ops.compiles_functions else ARRAY_OPS_PER_STEP) * steps},
                        draws_afresh=True, placed=lambda output: output[0])
 
     def prepare_kernels(self, runner, params, seed):
