@@ -52,6 +52,13 @@ class Backend:
         """Framework versions worth recording with every result."""
         return {}
 
+    def reach_id(self, device: Any) -> str | None:
+        """The id this backend knows inventory `device` (a devices.model.Device) by, where an
+        installed package lets it reach the device; None where it does not. Judged from what is
+        installed, never by importing the framework: `accelbench info` asks it of every device.
+        backends/device_reach.py adds the answers to the inventory's `reach`."""
+        return None
+
     def unreached_reason(self, device: Any) -> str | None:
         """Why this backend does not measure inventory `device` (a devices.model.Device), with the
         fix, in words a user acts on ("torch 2.13.0+cpu is a CPU-only build: install a CUDA build

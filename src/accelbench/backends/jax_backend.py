@@ -82,6 +82,12 @@ class JaxBackend(LazyFramework, Backend):
             return Availability(True, f"cpu only: {self._no_gpu_reason('cuda')}")
         return Availability(True)
 
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices.frameworks import installed
+
+        # Apple GPUs: through the jax-metal package's plugin
+        return "METAL:0" if device.id == "mps" and installed("jax_plugins.metal_plugin") else None
+
     def _no_gpu_reason(self, platform: str) -> str:
         """Why jax lists no GPU of `platform` ("cuda" or "rocm"), with the fix."""
         from accelbench.devices.frameworks import jax_has_gpu_plugin

@@ -167,6 +167,11 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         return (f"compute capability {cc} has no kernels in the installed torch {version} (built for {have}): "
                 f"install a newer torch ({INSTALL_URL})")
 
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices.frameworks import installed
+
+        return "mps" if device.id == "mps" and installed("torch") else None  # Apple GPUs: torch's MPS
+
     def unreached_reason(self, device) -> str | None:
         """Why torch does not measure inventory `device`, with the fix; None for ids it has nothing to do with."""
         kind, _ = split_id(device.id)
