@@ -129,6 +129,11 @@ _INIT_FAILURES = {
 class AmdsmiSource(Source):
     name = "amdsmi"
     vendor = "AMD"
+    families = ("rocm",)
+
+    @classmethod
+    def for_devices(cls, wanted: list[str] | None) -> Source:
+        return cls(wanted)
 
     def __init__(self, wanted: Sequence[str] | None = None, amdsmi: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()

@@ -79,6 +79,11 @@ def _init_failure(exc: Any) -> SourceUnavailable:
 class NvmlSource(Source):
     name = "nvml"
     vendor = "NVIDIA"
+    families = ("cuda",)
+
+    @classmethod
+    def for_devices(cls, wanted: list[str] | None) -> Source:
+        return cls(wanted)
 
     def __init__(self, wanted: Sequence[str] | None = None, nvml: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()
