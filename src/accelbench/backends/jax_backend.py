@@ -25,6 +25,7 @@ import numpy as np
 from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
 from accelbench.backends.base import Availability, Backend, LazyFramework
 from accelbench.errors import Unsupported, UsageError
+from accelbench.vocabulary import usable_cpus
 
 INSTALL_HINT = "pip install accelbench[jax]"
 INSTALL_URL = "https://docs.jax.dev/en/latest/installation.html"
@@ -45,9 +46,7 @@ def xla_cpu_threads() -> int:
     flags = os.environ.get("XLA_FLAGS", "")
     if re.search(r"--xla_cpu_multi_thread_eigen=(false|0)\b", flags):
         return 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def _gpu_vendor(device: Any) -> str:

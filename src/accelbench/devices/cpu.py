@@ -14,6 +14,7 @@ from accelbench.devices.cpu_clock import estimate_running_clock
 from accelbench.devices.frameworks import installed
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.devices.sysfs import SysReader, parse_cpu_list, parse_size_bytes
+from accelbench.vocabulary import usable_cpus
 
 CPU_ROOT = "sys/devices/system/cpu"
 
@@ -182,8 +183,7 @@ def _memory(reader: SysReader) -> dict:
 
 def _live_properties() -> dict:
     props: dict = {}
-    if hasattr(os, "sched_getaffinity"):
-        props["usable_cpus"] = len(os.sched_getaffinity(0))
+    props["usable_cpus"] = usable_cpus()
     props["blas_libraries"] = blas.loaded_libraries()
     props["thread_environment"] = blas.thread_environment()
     return props

@@ -12,8 +12,9 @@ from typing import Any
 
 from accelbench.report.data import RunData, matmul_series, series_label, size_of, valid_rows
 from accelbench.report.figure_base import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
-from accelbench.report.analysis import DTYPE_METRIC, Row
+from accelbench.report.analysis import Row
 from accelbench.units import format_si
+from accelbench.vocabulary import PEAK_METRIC
 
 DTYPE_COLOURS = {"float64": "#4c72b0", "float32": "#55a868", "bfloat16": "#c44e52", "float16": "#8172b2"}
 WORKLOAD_MARKERS = {"matmul": "o", "stream": "s", "reduce": "v", "elementwise": "D"}
@@ -36,7 +37,7 @@ def device_ceilings(rows: list[Row], device_id: str, device) -> dict[str, Any]:
         if rate and rate > compute.get(dtype, 0.0):
             compute[dtype] = rate
     sheet: dict[str, Any] = {}
-    for dtype, metric in DTYPE_METRIC.items():
+    for dtype, metric in PEAK_METRIC.items():
         if device is None:
             break
         stored = device.peak(metric, "measured")

@@ -18,7 +18,6 @@ from accelbench.results import Measurement, Spec
 from accelbench.timing import stats
 from accelbench.vocabulary import PEAK_METRIC
 
-DTYPE_METRIC = PEAK_METRIC
 BANDWIDTH = "memory_bandwidth"
 
 
@@ -48,7 +47,7 @@ def ceiling_metric(spec: Spec, device: Device | None) -> str | None:
     judged_against, _ = _declaration(spec.workload)
     if judged_against == BANDWIDTH:
         return BANDWIDTH
-    vector = DTYPE_METRIC.get(str(spec.param("dtype")))
+    vector = PEAK_METRIC.get(str(spec.param("dtype")))
     if judged_against is None or vector is None:
         return None
     if judged_against == "matrix" and device is not None and any(p.metric == f"{vector}_matrix" for p in device.peaks):

@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check
-from accelbench.vocabulary import ITEMSIZE  # noqa: F401 - the statistics workloads import it from here
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.rotation import Rotation, Variant
 from accelbench.workloads.stats.arrays import ArrayOps, array_ops, require_dtype

@@ -30,8 +30,9 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
-from accelbench.workloads.stats.base import ITEMSIZE, StatsWorkload, base_metrics, checked
+from accelbench.workloads.stats.base import StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions
 from accelbench.workloads.stats.rng import device_random, generator_name
 
