@@ -8,13 +8,10 @@ device, and `accelbench monitor` must read that device through the third party's
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from plugin_site import install, run_cli
 
 PLUGIN = '''
 """A made-up "quantum" accelerator: one device, a probe that finds it, a source that watches it."""
@@ -57,21 +54,11 @@ qctl = thirdparty_quantum:QuantumSource
 
 @pytest.fixture()
 def plugin_path(tmp_path: Path) -> Path:
-    folder = tmp_path / "site"
-    (folder / "thirdparty_quantum").mkdir(parents=True)
-    (folder / "thirdparty_quantum" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
-    info = folder / "thirdparty_quantum-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-quantum\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return folder
+    return install(tmp_path / "site", "thirdparty_quantum", PLUGIN, ENTRY_POINTS)
 
 
-def _cli(plugin_path: Path, *args: str) -> subprocess.CompletedProcess:
-    src = Path(__file__).resolve().parents[2] / "src"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(src)])}
-    return subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+def _cli(plugin_path: Path, *args: str):
+    return run_cli(plugin_path, *args, timeout_s=300)
 
 
 def test_a_third_party_probe_is_run_by_default_and_named(plugin_path):

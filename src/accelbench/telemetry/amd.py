@@ -130,10 +130,7 @@ class AmdsmiSource(Source):
     name = "amdsmi"
     vendor = "AMD"
     families = ("rocm",)
-
-    @classmethod
-    def for_devices(cls, wanted: list[str] | None) -> Source:
-        return cls(wanted)
+    takes_device_ids = True
 
     def __init__(self, wanted: Sequence[str] | None = None, amdsmi: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()

@@ -80,10 +80,7 @@ class NvmlSource(Source):
     name = "nvml"
     vendor = "NVIDIA"
     families = ("cuda",)
-
-    @classmethod
-    def for_devices(cls, wanted: list[str] | None) -> Source:
-        return cls(wanted)
+    takes_device_ids = True
 
     def __init__(self, wanted: Sequence[str] | None = None, nvml: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()
