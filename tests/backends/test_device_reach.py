@@ -3,7 +3,7 @@ from dataclasses import replace
 
 from accelbench.backends.base import Backend
 from accelbench.backends.device_reach import with_backend_reach
-from accelbench.devices import apple, frameworks
+from accelbench.devices import apple, cpu, frameworks
 
 APPLE_SILICON = ("Darwin", "arm64")
 M1 = {"machdep.cpu.brand_string": "Apple M1", "hw.memsize": str(16 * 1024 ** 3)}.__getitem__
@@ -60,3 +60,14 @@ def test_what_the_probe_knows_wins(monkeypatch):
     probed = replace(apple_gpu(), reach={"torch": "mps:0"})
     (gpu,) = with_backend_reach([probed])
     assert gpu.reach == {"torch": "mps:0"}
+
+
+def test_numpy_reaches_this_machines_cpu_and_torch_and_jax_where_installed(monkeypatch):
+    (device,) = with_backend_reach(cpu.probe(measure_clock=False))
+    assert device.reach["numpy"] == "cpu"
+    monkeypatch.setattr(frameworks, "installed", lambda name: name in ("torch", "jax"))
+    (device,) = with_backend_reach(cpu.probe(measure_clock=False))
+    assert device.reach == {"numpy": "cpu", "torch": "cpu", "jax": "cpu:0"}
+    monkeypatch.setattr(frameworks, "installed", lambda name: False)
+    (device,) = with_backend_reach(cpu.probe(measure_clock=False))
+    assert device.reach == {"numpy": "cpu"}

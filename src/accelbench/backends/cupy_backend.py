@@ -144,6 +144,12 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
     def namespace(self, device: str) -> Any:
         return self._cupy()
 
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices import frameworks
+
+        index = device.visible_index
+        return f"cuda:{index}" if index is not None and device.vendor == "NVIDIA" and frameworks.installed("cupy") else None
+
     def arrays(self, device: str) -> CupyArrays:
         return CupyArrays(self, device)
 

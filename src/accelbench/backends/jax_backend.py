@@ -82,10 +82,17 @@ class JaxBackend(LazyFramework, Backend):
         return Availability(True)
 
     def reach_id(self, device) -> str | None:
-        from accelbench.devices.frameworks import installed
+        from accelbench.devices import frameworks
 
-        # Apple GPUs: through the jax-metal package's plugin
-        return "METAL:0" if device.id == "mps" and installed("jax_plugins.metal_plugin") else None
+        index = device.visible_index
+        if device.id == "cpu":
+            return "cpu:0" if frameworks.installed("jax") else None
+        if device.id == "mps":  # Apple GPUs: through the jax-metal package's plugin
+            return "METAL:0" if frameworks.installed("jax_plugins.metal_plugin") else None
+        if index is not None and device.vendor == "NVIDIA" and frameworks.jax_has_gpu_plugin():
+            return f"cuda:{index}"
+        rocm = any(frameworks.installed(p) for p in ("jax_rocm60_plugin", "jax_rocm7_plugin"))
+        return f"rocm:{index}" if index is not None and device.vendor == "AMD" and rocm else None
 
     def _no_gpu_reason(self, platform: str) -> str:
         """Why jax lists no GPU of `platform` ("cuda" or "rocm"), with the fix."""

@@ -101,6 +101,9 @@ class NumpyBackend(ArrayNamespaceOps):
         _check_device(device)
         return np
 
+    def reach_id(self, device) -> str | None:
+        return DEVICE if device.id == DEVICE else None
+
     def arrays(self, device: str) -> NumpyArrays:
         return NumpyArrays(self, device)
 

@@ -98,13 +98,10 @@ def measured_inventory(probes: Iterable[str] | None = None, db_path: str | None 
     """The device inventory with what each installed backend reaches, and this host's measured
     ceilings (from the results database at `db_path`, or the default one) as "measured" peaks; none
     where there is no database yet."""
-    from dataclasses import replace
-
-    from accelbench.backends.device_reach import with_backend_reach
+    from accelbench.backends.device_reach import inventory
     from accelbench.devices import inventory as inventory_module
 
-    found = inventory_module.collect_inventory(*(() if probes is None else (tuple(probes),)))
-    found = replace(found, devices=with_backend_reach(found.devices))
+    found = inventory(None if probes is None else tuple(probes))
     return inventory_module.with_measured_peaks(found, _ceilings_at(db_path, found.devices))
 
 
