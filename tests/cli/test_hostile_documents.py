@@ -114,12 +114,14 @@ MUTATIONS = {
     "extra 10**400": lambda d: _first_result(d).update(extra={"x": 10**400}),
     "status running": lambda d: d["runs"][0].update(status="running"),
     "tag key empty": lambda d: d["runs"][0].setdefault("tags", {}).update({"": "v"}),
+    "derived is a list": lambda d: _first_result(d).update(derived=[1, 2]),
+    "derived 500 deep": lambda d: _first_result(d).update(derived=_nested(500)),
 }
 
 # the classes the issue names must be refused (the others may be either, but never crash later)
 MUST_REFUSE = {"params hold a list", "inventory devices are numbers", "all samples zero", "flops 1e308",
                "calls 2**63", "selection 500 deep", "memory is a string", "device id with $frac$",
-               "device id 10 MB"}
+               "device id 10 MB", "derived is a list"}
 
 
 def _no_traceback(err: str, status: int) -> None:

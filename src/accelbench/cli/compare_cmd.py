@@ -115,6 +115,9 @@ def run(args) -> int:
         print_json(document)
     else:
         render_comparison(comparison, _console())
+    if not comparison.rows:
+        print(_nothing_shared(comparison), file=sys.stderr)
+        return 1
     if failing:
         from accelbench.terminal import printable
 
@@ -124,3 +127,15 @@ def run(args) -> int:
             print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
         return 1
     return 0
+
+
+def _nothing_shared(comparison) -> str:
+    """Two runs with no spec in common: say what each measured and how to get a comparison."""
+    from accelbench.terminal import printable
+
+    def workloads(specs) -> str:
+        return ", ".join(sorted({s.workload for s in specs})) or "nothing"
+    return printable(f"accelbench compare: the two runs share no spec (same workload, backend, device and "
+                     f"parameters): A measured {workloads(comparison.only_a)}, B measured "
+                     f"{workloads(comparison.only_b)}; compare runs of the same workloads, sizes and dtypes "
+                     f"(`accelbench runs` lists each run's workloads)")

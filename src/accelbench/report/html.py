@@ -18,6 +18,7 @@ from accelbench._version import __version__
 from accelbench.report.advice import Finding
 from accelbench.report.data import RunData, series_label, transfer_share
 from accelbench.report.figures import FigureResult
+from accelbench.report.headline import headline_for_run, headline_html
 from accelbench.report.unreached import unreached_html
 from accelbench.report.analysis import Row
 from accelbench.units import format_bytes, format_seconds, format_si
@@ -38,6 +39,8 @@ ul.findings li.warning{border-color:#d95f02;background:#fff4ec}
 figcaption{color:#56606e;font-size:.9rem}
 .missing{color:#8a4b08;background:#fff8e6;padding:.4rem .7rem;border-left:5px solid #e0a800}
 .failed{color:#b00020}.noisy{color:#8a5a00}.valid{color:#1b7a3a}.small{font-size:.8rem;color:#56606e}
+.headline{border:2px solid #4c72b0;border-radius:6px;padding:.2rem 1rem .6rem;margin:1rem 0;background:#f8fafd}
+.headline h3{margin-top:.6rem}ul.headline-devices li{margin:.35rem 0}
 """
 
 
@@ -235,8 +238,9 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
     return (f'<section id="run-{esc(run.run_id)}"><h2>Run {esc(run.run_id)}</h2>'
             f'<p class="meta">{esc(run.machine.get("hostname", ""))} · started {esc(run.info.started_at[:19])} UTC · '
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
-            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}{unreached_html(run)}'
-            f"<h3>Findings</h3>{findings_html(found)}"
+            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
+            + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
+            + f"<h3>Findings</h3>{findings_html(found)}"
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
             + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof)
             + "<h2>Skipped combinations</h2>" + skips_html(run)

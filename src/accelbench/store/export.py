@@ -92,11 +92,16 @@ def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = Non
 
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:
     """Write `doc` atomically: a temporary file in the same folder, fsync, then rename over `path`."""
-    target = Path(path)
     try:
         text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     except ValueError as exc:
-        raise UsageError(f"cannot write {target}: {exc} (plain JSON has no NaN or Infinity)") from None
+        raise UsageError(f"cannot write {Path(path)}: {exc} (plain JSON has no NaN or Infinity)") from None
+    write_text(path, text)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` atomically: a temporary file in the same folder, fsync, then rename over `path`."""
+    target = Path(path)
     tmp_name = None
     try:
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
