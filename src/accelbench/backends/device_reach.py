@@ -1,9 +1,10 @@
 """Which installed backend reaches which inventory device: asked of the backends, not the probes.
 
 The probes say what hardware exists; each backend says which of those devices it can put work on,
-and under which id (`Backend.reach_id`), from installed packages alone. A new backend answers for
-itself, so adding one changes no probe. What a probe already knows (the index CUDA_VISIBLE_DEVICES
-gives a GPU) stays: the probe's entry wins over a backend's.
+and under which id (`Backend.reach_id`), from installed packages and what the probe recorded (the
+index CUDA_VISIBLE_DEVICES gives a GPU) alone. A new backend answers for itself, so adding one
+changes no probe. Where a framework's own probe reported the device (the torch, jax and OpenCL
+probes, which ask the framework), its entry wins over a backend's judgement.
 """
 from __future__ import annotations
 
