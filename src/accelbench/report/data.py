@@ -30,6 +30,7 @@ class RunData:
     skips: list[Skip] = field(default_factory=list)
     devices: dict[str, Device] = field(default_factory=dict)   # rebuilt from `machine` when not given
     rows: list[Row] = field(default_factory=list)
+    colours: dict[str, str] = field(default_factory=dict)  # series label -> colour, one mapping per report
     source: str = ""                 # the database or file it was read from
     selection: dict[str, Any] = field(default_factory=dict)
     accelbench_version: str = ""
