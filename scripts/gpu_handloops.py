@@ -151,7 +151,7 @@ def measure_all() -> dict[str, Any]:
     """Every hand figure the summary compares, each under its own key (a failure is recorded there)."""
     found = detect()
     if not found["gpu"]:
-        return {"status": "skip", "reason": f"no GPU: {found['reason']}", **found}
+        return {**found, "status": "skip", "reason": f"no GPU: {found['reason']}"}
     import torch
 
     plans: dict[str, Callable[[], dict[str, Any]]] = {

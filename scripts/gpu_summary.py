@@ -41,6 +41,11 @@ class Line:
         return f"{self.name:<{NAME_WIDTH}} {self.status}: {self.detail}"
 
 
+def number(value: float) -> str:
+    """Three significant figures or more: 4.02, 52.0, 781.0, 1,830.0."""
+    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
+
+
 def relative_difference(measured: float, reference: float) -> float:
     """(measured - reference) / reference: +0.01 is 1% above the reference."""
     return (measured - reference) / reference
@@ -50,7 +55,7 @@ def agreement(name: str, measured: float, reference: float, tolerance: float, un
     """PASS when `measured` (accelbench) is within ±tolerance of `reference` (the hand loop)."""
     difference = relative_difference(measured, reference)
     status = "PASS" if abs(difference) <= tolerance else "FAIL"
-    return Line(name, status, f"accelbench {measured:,.1f} {unit} vs hand loop {reference:,.1f} {unit} "
+    return Line(name, status, f"accelbench {number(measured)} {unit} vs hand loop {number(reference)} {unit} "
                               f"({difference:+.1%}, rule ±{tolerance:.0%}){what}")
 
 
@@ -125,7 +130,9 @@ def figure_text(result: dict) -> str:
     verdict = result.get("verdict", "?")
     if not result["check"]["passed"]:
         verdict += f", check FAILED: {result['check']['detail']}"
-    return f"{median / scale:,.1f} {shown} (95% CI {low / scale:,.1f}–{high / scale:,.1f}), {verdict}"
+    per_call = f"{result['derived']['median_s'] * 1e3:,.3g} ms a call"
+    return (f"{number(median / scale)} {shown} (95% CI {number(low / scale)}–{number(high / scale)}), "
+            f"{per_call}, {verdict}")
 
 
 def counts(result: dict | None) -> bool:
