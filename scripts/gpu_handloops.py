@@ -147,22 +147,18 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def measure_all() -> dict[str, Any]:
+def figures_of(torch, order: int = MATMUL_ORDER, copy_bytes: int = COPY_BYTES,
+               large_copy_bytes: int = LARGE_COPY_BYTES) -> dict[str, Any]:
     """Every hand figure the summary compares, each under its own key (a failure is recorded there)."""
-    found = detect()
-    if not found["gpu"]:
-        return {**found, "status": "skip", "reason": f"no GPU: {found['reason']}"}
-    import torch
-
     plans: dict[str, Callable[[], dict[str, Any]]] = {
-        "matmul_bfloat16": lambda: matmul(torch, "bfloat16"),
-        "matmul_float16": lambda: matmul(torch, "float16"),
-        "matmul_float32": lambda: matmul(torch, "float32"),
-        "matmul_tf32": lambda: matmul(torch, "float32", tf32=True),
-        "d2d_copy": lambda: device_copy(torch, COPY_BYTES),
-        "d2d_copy_large": lambda: device_copy(torch, LARGE_COPY_BYTES),
-        "h2d_pinned": lambda: host_to_device(torch, COPY_BYTES, pinned=True),
-        "h2d_pageable": lambda: host_to_device(torch, COPY_BYTES, pinned=False),
+        "matmul_bfloat16": lambda: matmul(torch, "bfloat16", order),
+        "matmul_float16": lambda: matmul(torch, "float16", order),
+        "matmul_float32": lambda: matmul(torch, "float32", order),
+        "matmul_tf32": lambda: matmul(torch, "float32", order, tf32=True),
+        "d2d_copy": lambda: device_copy(torch, copy_bytes),
+        "d2d_copy_large": lambda: device_copy(torch, large_copy_bytes),
+        "h2d_pinned": lambda: host_to_device(torch, copy_bytes, pinned=True),
+        "h2d_pageable": lambda: host_to_device(torch, copy_bytes, pinned=False),
     }
     figures: dict[str, Any] = {}
     for name, plan in plans.items():
@@ -171,6 +167,16 @@ def measure_all() -> dict[str, Any]:
         except Exception as error:  # noqa: BLE001 - one failing loop must not lose the others
             figures[name] = {"error": f"{type(error).__name__}: {error}"}
         torch.cuda.empty_cache()
+    return figures
+
+
+def measure_all() -> dict[str, Any]:
+    found = detect()
+    if not found["gpu"]:
+        return {**found, "status": "skip", "reason": f"no GPU: {found['reason']}"}
+    import torch
+
+    figures = figures_of(torch)
     return {"status": "ok", **found, "nvml": nvml_snapshot(), "figures": figures,
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

@@ -25,7 +25,7 @@ MATMUL_TOLERANCE = 0.02     # accelbench's bf16 matmul within ±2% of the hand l
 COPY_TOLERANCE = 0.05       # a 64 MiB device copy lasts ~30 µs: launch and sync are a larger share
 PINNED_TOLERANCE = 0.10     # host links vary more from one transfer to the next
 H200_DENSE_BF16_TFLOPS = 989.0
-PEAK_SOURCE = "NVIDIA H200 datasheet, dense BF16 Tensor Core (SXM)"
+PEAK_SOURCE = "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: 1,979 with sparsity, halved"
 NVML_METRICS = {"clock": ("sm_clock_mhz",), "power": ("power_w", "power_from_energy_w"),
                 "utilisation": ("utilization_percent",)}
 NAME_WIDTH = 33
@@ -228,8 +228,10 @@ def comparison_lines(evidence: Evidence) -> list[Line]:
     else:
         tflops = rate(mine)[0] / 1e3
         share = tflops / H200_DENSE_BF16_TFLOPS
+        own = mine["derived"].get("percent_of_datasheet_peak")
         lines.append(agreement(name, tflops, hand["tflops"], MATMUL_TOLERANCE, "TFLOP/s",
-                               f"; {share:.1%} of the {H200_DENSE_BF16_TFLOPS:g} TFLOP/s dense peak ({PEAK_SOURCE})"))
+                               f"; {share:.1%} of the {H200_DENSE_BF16_TFLOPS:g} TFLOP/s dense peak ({PEAK_SOURCE})"
+                               + (f"; accelbench's own share: {own:.1f}% of the inventory's peak" if own else "")))
     copies = [r for r in evidence.results() if r["spec"]["workload"] == "memcpy"
               and r["spec"]["params"].get("direction") == "d2d"]
     mine = max(copies, key=lambda r: r["spec"]["params"]["bytes"], default=None)
