@@ -17,7 +17,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 DEVICE = "cuda:0"
 MATMUL_ORDER = 8192
@@ -136,10 +136,10 @@ def figure_text(result: dict) -> str:
 
 
 def counts(result: dict | None) -> bool:
-    return bool(result) and result["check"]["passed"] and result.get("verdict") != "invalid"
+    return result is not None and bool(result["check"]["passed"]) and result.get("verdict") != "invalid"
 
 
-def _result_line(name: str, results: list[dict | None], labels: list[str], missing: str) -> Line:
+def _result_line(name: str, results: Sequence[dict | None], labels: list[str], missing: str) -> Line:
     present = [(label, r) for label, r in zip(labels, results) if r is not None]
     if not present:
         return Line(name, "FAIL", f"no result: {missing}")
@@ -155,7 +155,10 @@ def gpu_test_lines(evidence: Evidence) -> list[Line]:
         suite = ElementTree.parse(path).getroot()
     except (OSError, ElementTree.ParseError) as error:
         return [Line("GPU-marked tests", "FAIL", f"no junit results ({error}); see gpu-tests.txt")]
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    found = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    if found is None:
+        return [Line("GPU-marked tests", "FAIL", "gpu-tests.xml holds no testsuite; see gpu-tests.txt")]
+    suite = found
     total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
     skipped = int(suite.get("skipped", 0))
     figures = f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped of {total}"
@@ -188,7 +191,7 @@ def workload_lines(evidence: Evidence) -> list[Line]:
     for dtype in ("float32", "float16", "bfloat16"):
         found = sorted((r for r in evidence.results() if r["spec"]["workload"] == "matmul"
                         and r["spec"]["params"].get("dtype") == dtype), key=lambda r: r["spec"]["params"]["n"])
-        lines.append(_result_line(f"matmul {dtype}", found or [None], [f"n={r['spec']['params']['n']}" for r in found]
+        lines.append(_result_line(f"matmul {dtype}", found if found else [None], [f"n={r['spec']['params']['n']}" for r in found]
                                   or ["n=8192"], "see run-matmul.log"))
     tf32, strict = evidence.hand_figure("matmul_tf32"), evidence.hand_figure("matmul_float32")
     lines.append(Line("matmul tf32", "INFO", "accelbench's float32 matmul is strict fp32 (TF32 off, so its fp32 "
@@ -261,7 +264,7 @@ def pinned_line(evidence: Evidence) -> Line:
 
     pinned, pageable = largest(True), largest(False)
     hand_pinned, hand_pageable = evidence.hand_figure("h2d_pinned"), evidence.hand_figure("h2d_pageable")
-    if None in (pinned, pageable, hand_pinned, hand_pageable):
+    if pinned is None or pageable is None or hand_pinned is None or hand_pageable is None:
         return Line(name, "FAIL", "missing: accelbench h2d results or hand loops (run-suite.json, hand.json)")
     mine_pinned, mine_pageable = rate(pinned)[0], rate(pageable)[0]
     difference = relative_difference(mine_pinned, hand_pinned["gb_per_s"])
@@ -323,7 +326,7 @@ def summary_lines(evidence: Evidence) -> list[Line]:
                    "NVML telemetry", "synchronisation probe", "placement observed"]
         lines += [Line(name, "SKIP", evidence.no_gpu) for name in skipped]
         cpu = evidence.results(device=None)
-        lines.append(_result_line("CPU smoke run (pipeline)", cpu or [None],
+        lines.append(_result_line("CPU smoke run (pipeline)", cpu if cpu else [None],
                                   [f"{r['spec']['workload']} {r['spec']['backend']} threads={r['spec']['params'].get('threads')}" for r in cpu] or ["run"],
                                   "see run-cpu.log"))
     lines += gpu_test_lines(evidence)
