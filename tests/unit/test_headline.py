@@ -94,7 +94,7 @@ def test_unreached_devices_follow_the_devices_and_pocl_is_named_as_the_same_cpu(
     assert "5.00× slower" in " ".join(pocl.sentences())
     lines = answer.lines()
     assert lines[0].startswith("pyopencl@opencl:0:0 (Portable Computing Language running on this same CPU")
-    assert lines[1].startswith("Not measured: 2 × Tesla K40m (cuda:0, cuda:1)") and "CPU-only build" in lines[1]
+    assert lines[1].startswith("2 × Tesla K40m (cuda:0, cuda:1) found, not measured") and "CPU-only build" in lines[1]
     assert answer.to_dict()["devices"][0]["comparisons"][0]["vs_cpu_all_cores"]["ratio"] == pytest.approx(0.2, rel=0.02)
 
 

@@ -61,18 +61,9 @@ def load_ref(ref: str, db: str | None):
         raise UsageError(message if ref in message else f"{ref!r}: {message}") from None
 
 
-def finite(value):
-    """Plain JSON has no NaN or Infinity: an unbounded interval end is written as null."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
-
-
 def print_json(document) -> None:
+    from accelbench.results import finite
+
     json.dump(finite(document), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 

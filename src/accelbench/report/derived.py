@@ -7,11 +7,11 @@ interval end (too few samples or pairs) is written as null, never as Infinity.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from accelbench.report.analysis import Row
 from accelbench.report.data import phase_median_s, transfer_share
+from accelbench.results import finite  # noqa: F401 - re-exported for the JSON writers
 from accelbench.runner.speedups import SpeedupCI
 from accelbench.timing.stats import CONFIDENCE
 
@@ -28,17 +28,6 @@ SPEEDUP_FIELDS = (
     ("end_to_end_vs_cpu_all_cores", "speedup_end_to_end"),  # all cores, compute / this end to end (transfers in)
     ("float32_vs_this_dtype", "vs_float32"),          # this compute / float32's compute, same series
 )
-
-
-def finite(value: Any) -> Any:
-    """NaN and ±Infinity as null, all the way down: plain JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def _percent(fraction: float | None) -> float | None:

@@ -87,7 +87,7 @@ class Headline:
         out = [" ".join(d.sentences()) for d in self.devices]
         if not self.devices:
             out.append("No device other than the CPU baseline was measured: there is no speed-up to state.")
-        out += [f"Not measured: {text}" for text in self.unreached]
+        out += list(self.unreached)  # each says "… found, not measured: why"
         out += list(self.caveats)
         return out
 
@@ -296,7 +296,7 @@ def render_headline(answer: Headline, console: Any) -> None:
     if not answer.devices:
         grid.add_row("•", "No device other than the CPU baseline was measured: there is no speed-up to state.")
     for text in answer.unreached:
-        grid.add_row("[yellow]![/]", literal(f"Not measured: {text}"))
+        grid.add_row("[yellow]![/]", literal(text))
     for text in answer.caveats:
         grid.add_row("[yellow]![/]", literal(text))
     console.print(grid)

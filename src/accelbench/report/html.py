@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from accelbench._version import __version__
 from accelbench.report.advice import Finding
 from accelbench.report.data import RunData, series_label, transfer_share
+from accelbench.report.energy_html import energy_html
 from accelbench.report.figures import FigureResult
 from accelbench.report.headline import headline_for_run, headline_html
 from accelbench.report.unreached import unreached_html
@@ -79,6 +80,8 @@ def findings_html(found: list[Finding]) -> str:
 
 
 def figure_html(figure: FigureResult, file_name: str | None, run_id: str = "") -> str:
+    if figure.png is None and figure.note is None:  # a workload the run did not measure: nothing to say
+        return ""
     if figure.png is None:  # not figure.present
         return f'<h3>{esc(figure.title)}</h3><p class="missing">No figure: {esc(figure.note)}.</p>'
     saved = f' Also saved as <code>{esc(file_name)}</code>.' if file_name else ""
@@ -242,7 +245,7 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
             + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
             + f"<h3>Findings</h3>{findings_html(found)}"
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
-            + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof)
+            + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof) + energy_html(run)
             + "<h2>Skipped combinations</h2>" + skips_html(run)
             + "<h2>Machine and software</h2>" + machine_html(run) + "</section>")
 
