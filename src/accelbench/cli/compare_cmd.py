@@ -71,8 +71,7 @@ def print_json(document) -> None:
 def _console():
     from accelbench.terminal import console
 
-    # a CI log gets wide lines rather than a table folded into 80 columns
-    return console(width=None if sys.stdout.isatty() else 180)
+    return console()
 
 
 def _reference(args) -> int:

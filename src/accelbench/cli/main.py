@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "setup": ("accelbench.cli.setup_cmd", "choose and save the default device(s) for accelbench run"),
     "submit": ("accelbench.cli.submit_cmd", "run a suite as Slurm jobs, one per node or GPU type"),
     "gather": ("accelbench.cli.gather_cmd", "import finished cluster jobs' results into the database"),
+    "fleet": ("accelbench.cli.fleet_cmd", "a cluster sweep node type by node type: slow, failed and unmeasured nodes"),
     "import": ("accelbench.cli.import_cmd", "read runs from exported JSON documents, validated"),
 }
 

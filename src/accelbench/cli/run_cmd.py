@@ -167,12 +167,15 @@ def _print_unreached(unreached: list) -> None:
     if not unreached:
         return
     from accelbench.terminal import console as make_console
-    from accelbench.terminal import literal
+    from accelbench.terminal import hanging, literal, unwrapped_lines
 
-    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console = make_console()
     console.print("[bold]Devices found that this run cannot measure[/]:")
     for group in unreached:
-        console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)  # one line: grep finds it
+        if unwrapped_lines():  # a log file: one line, grep finds it
+            console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)
+        else:
+            console.print(hanging("[yellow]![/]", literal(group.text)))
     console.print()
     sys.stdout.flush()
 
@@ -189,8 +192,7 @@ def _print_summary(results) -> None:
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
 
-    # a log file gets wide lines rather than a table folded into 80 columns
-    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console = make_console()
     render_headline(results.headline(), console)  # the answer first; the busy-machine notice is among its caveats
     render_summary(results.rows, results.skips, console)
     _print_findings(results, console)
@@ -200,7 +202,7 @@ def _print_summary(results) -> None:
 
 
 def _print_findings(results, console) -> None:
-    from accelbench.terminal import literal
+    from accelbench.terminal import hanging, literal
 
     found = results.findings()
     if not found:
@@ -209,7 +211,7 @@ def _print_findings(results, console) -> None:
     console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
     for finding in found:
         mark = "[yellow]![/]" if finding.severity == "warning" else "•"
-        console.print(f"  {mark} {literal(finding.text)}")
+        console.print(hanging(mark, literal(finding.text)))
 
 
 class _progress:

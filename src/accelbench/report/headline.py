@@ -265,7 +265,8 @@ def _share_text(share: tuple[str, float] | None) -> str | None:
     if share is None:
         return None
     where, value = share
-    return f"transfers take {value:.0%} of the end-to-end time ({where})"
+    amount = "under 1%" if value < 0.005 else f"{value:.0%}"
+    return f"transfers take {amount} of the end-to-end time ({where})"
 
 
 def headline_for_run(rows: list[Row], devices: Mapping[str, Any], machine: Mapping[str, Any]) -> Headline:
