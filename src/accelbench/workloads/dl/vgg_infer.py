@@ -22,6 +22,7 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.dl import vgg as vgg_model
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
@@ -40,7 +41,6 @@ CALIBRATION_IMAGES = 4
 # relative norm error of the logits vs float32: measured ~5e-2 for bf16 weights and activations,
 # ~1e-5 for fp32 with another algorithm (channels_last); TF32 (~6e-3) fails fp32 on purpose
 LOGIT_TOLERANCE = {"float32": 5e-4, "float16": 3e-2, "bfloat16": 1.5e-1}
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 # seed 004's figures: total after 10 predict() calls / 10 (Keras, fp32, batch 8 at 224×224)
 SEED_REFERENCE = {
     "source": "the PlaidML CPU-vs-GPU tutorial: Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
