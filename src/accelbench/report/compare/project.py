@@ -176,7 +176,7 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     if not m.valid:
         return ("check failed: a wrong answer is not projected" if not m.check.passed
                 else f"{m.status}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
-    if m.spec.workload == "memcpy":
+    if m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d":
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:
         return "no work model (flops and bytes per call are both 0)"
