@@ -109,5 +109,6 @@ def test_the_answer_comes_first_in_the_terminal_and_in_json(tmp_path, capsys):
     headline = json.loads(capsys.readouterr().out)["headline"]
     (torch_entry,) = headline["devices"]
     assert torch_entry["series"].startswith("torch@cpu") and torch_entry["comparisons"][0]["kind"] == "compute-bound"
-    assert torch_entry["comparisons"][0]["what"] == "matmul float32 n=128"
+    # the largest size with a valid speed-up: 128, or 64 where a busy machine left 128 without one
+    assert torch_entry["comparisons"][0]["what"] in ("matmul float32 n=128", "matmul float32 n=64")
     assert set(torch_entry["verdicts"]) <= {"valid", "noisy", "unverified", "invalid"} and torch_entry["text"]
