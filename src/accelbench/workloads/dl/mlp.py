@@ -17,7 +17,7 @@ import numpy as np
 
 from accelbench.timing import stats
 from accelbench.workloads.base import Prepared, Workload
-from accelbench.workloads.dl import data, models, step_check, training
+from accelbench.workloads.dl import data, keras_training, models, step_check, training
 
 TARGET_ACCURACY = 0.95
 QUICK_CAP_S = 60.0     # quick runs stop at the target; this only bounds a model that never gets there
@@ -63,6 +63,9 @@ class DigitsClassifier(Workload):
         return ClassifierSession(self, backend, device, params, seed, precision)
 
     def prepare(self, backend, device, params, seed) -> Prepared:
+        if keras_training.is_keras(backend):
+            return keras_training.prepare(self.model_name, self, backend, device, params, seed, target=TARGET_ACCURACY,
+                                          quick_cap_s=QUICK_CAP_S, full_cap_s=FULL_CAP_S)
         return self.session(backend, device, params, seed).prepared()
 
 

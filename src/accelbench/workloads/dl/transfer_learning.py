@@ -14,7 +14,7 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from accelbench.workloads.base import Prepared, Workload
-from accelbench.workloads.dl import data, models, step_check, training, vgg
+from accelbench.workloads.dl import data, keras_training, models, step_check, training, vgg
 
 MODES = ("frozen", "full")
 HEAD_UNITS = 256           # seed 003: Dense(256, activation='relu')
@@ -76,6 +76,8 @@ class TransferLearning(Workload):
     def prepare(self, backend, device, params, seed) -> Prepared:
         if params["mode"] not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {params['mode']!r}")
+        if keras_training.is_keras(backend):
+            return keras_training.prepare(self.name, self, backend, device, params, seed, train_images=TRAIN_IMAGES)
         return _Session(backend, device, params, seed).prepared()
 
 
