@@ -62,7 +62,7 @@ class KerasBackend(Backend):
         return self.inner().asynchronous
 
     def _keras_problem(self) -> str | None:
-        if importlib.util.find_spec("keras") is None:
+        if "keras" not in sys.modules and importlib.util.find_spec("keras") is None:
             return f"keras is not installed: {INSTALL_HINT}"
         try:
             version = importlib.metadata.version("keras")

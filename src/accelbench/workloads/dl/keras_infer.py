@@ -112,7 +112,7 @@ class KerasVGGRun:
         seed_config = (self.batch, self.image_px) == (seed004.SEED_BATCH, seed004.SEED_IMAGE_PX)
         reference = dict(seed004.SEED_REFERENCE, matches_seed_config=seed_config)
         if seed_config:
-            reference["speedup_vs_seed_cpu"] = seed004.SEED_REFERENCE["cpu_tensorflow_s_per_batch"] / predict_s
+            reference["speedup_vs_seed_cpu"] = seed004.SEED_CPU_S_PER_BATCH / predict_s
         if not seed_config:
             found["image_px_note"] = (f"batch {self.batch} at {self.image_px}x{self.image_px}: the tutorial's is "
                                       f"batch {seed004.SEED_BATCH} at {seed004.SEED_IMAGE_PX}x{seed004.SEED_IMAGE_PX}")

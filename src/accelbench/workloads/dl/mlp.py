@@ -133,7 +133,8 @@ class ClassifierSession:
             found.update(step_time_s=step_s, train_samples_per_s=self.params["batch"] / step_s if step_s > 0 else None)
         return {**found, **training.memory_metrics(self.torch_device),
                 "parameters": models.parameter_count(self.timed.model),
-                "train_digits": self.timed.train_samples, "held_out_digits": int(self.timed.x_val.shape[0])}
+                "train_digits": self.timed.train_samples, "held_out_digits": int(self.timed.x_val.shape[0]),
+                **data.digits_source()}
 
     def release(self) -> None:
         self.tensors.clear()

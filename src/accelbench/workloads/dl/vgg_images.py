@@ -11,12 +11,13 @@ SEED_BATCH, SEED_IMAGE_PX, SEED_DEPTH = 8, 224, 19
 MIN_TIMED_BATCHES = 10         # seed 004 times 10 batches
 VERIFY_IMAGES = 8              # logits of at most this many images are compared with the reference
 
+SEED_CPU_S_PER_BATCH = 0.929  # seed 004's CPU (TensorFlow) seconds per batch of 8 at 224x224
 # seed 004's figures: total after 10 predict() calls / 10 (Keras, fp32, batch 8 at 224×224)
 SEED_REFERENCE = {
     "source": "the PlaidML CPU-vs-GPU tutorial: Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
               "upsampled 7x to 224x224, fp32, mean of 10 predict() calls after one compile batch; "
               "predict() includes Keras overhead and the host-to-device copy",
-    "cpu_tensorflow_s_per_batch": 0.929,
+    "cpu_tensorflow_s_per_batch": SEED_CPU_S_PER_BATCH,
     "intel_uhd_630_plaidml_s_per_batch": 4.198,
     "radeon_pro_5300m_plaidml_s_per_batch": 0.424,
 }
