@@ -287,7 +287,7 @@ class TransferSession(KerasSession):
         return {**self.step_metrics(), "trainable_parameters": keras_models.parameter_count(self.model, True),
                 "frozen_parameters": keras_models.parameter_count(self.model, False),
                 "steps_taken": self.steps.steps_taken, "first_step_loss": first, "image_px": self.params["image_px"],
-                "base_weights": "random (weights=None): nothing is downloaded"}
+                "base_weights": "random (weights=None): nothing is downloaded", **self.settings["size_note"]}
 
     def release(self) -> None:
         del self.model, self.steps
