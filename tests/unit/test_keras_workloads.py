@@ -136,3 +136,22 @@ def test_every_epoch_is_logged_for_verbose_and_its_figures_kept_for_the_curves(c
     metrics = run.metrics()
     assert metrics["train_loss_curve"] == [0.7, 0.7] and metrics["train_accuracy_curve"] == [0.75, 0.75]
     assert metrics["epoch_time_curve_s"] == [1.0, 1.0] and metrics["epoch_time_per_sample_s"] == 1.0 / 4000
+
+
+def test_run_verbose_shows_the_epoch_lines_on_stderr(capsys):
+    import argparse
+
+    from accelbench.cli import run_cmd
+
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    assert parser.parse_args(["mlp", "--verbose"]).verbose and not parser.parse_args(["mlp"]).verbose
+    before = list(training.EPOCH_LOG.handlers)
+    try:
+        run_cmd._print_epochs()
+        training.EPOCH_LOG.info(training.epoch_line(training.Epoch(1, 2.0, 2.0, 0.4, 0.3, 0.95), 30, 48_000))
+    finally:
+        for handler in set(training.EPOCH_LOG.handlers) - set(before):
+            training.EPOCH_LOG.removeHandler(handler)
+        training.EPOCH_LOG.propagate = True
+    assert "Epoch 1/30 - 2.00s 42us/sample - loss: 0.4000 - val_loss: 0.3000 - val_acc: 0.9500" in capsys.readouterr().err

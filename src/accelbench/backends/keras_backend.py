@@ -183,48 +183,15 @@ class KerasBackend(Backend):
     def threads(self, count: int | None) -> contextlib.AbstractContextManager[int | None]:  # type: ignore[override]
         return self.inner().threads(count)
 
-    # -- the float64 replay of training steps ------------------------------------------------------
-    def rng_state(self, device: str) -> Any:
-        """The framework's global random state that Keras's unseeded ops (dropout) draw from, or None
-        where Keras keeps every draw in the model's own seed variables."""
-        return None
-
-    @contextlib.contextmanager
-    def rng_restored(self, state: Any, device: str) -> Iterator[None]:
-        """Run the block from random `state` (from rng_state), the state before it restored after."""
-        yield
-
 
 class KerasTorchBackend(KerasBackend):
     name = "keras-torch"
     keras_backend, inner_name = "torch", "torch"
+    #: Keras runs torch steps eagerly (no compiled graph): the check can watch each Dropout layer
+    eager_steps = True
 
     def keras_device(self, device: str) -> str:
         return "cuda:" + device.split(":")[1] if device.startswith("rocm:") else device  # torch calls ROCm cuda
-
-    def rng_state(self, device: str) -> Any:
-        # unseeded Dropout on torch is torch.nn.functional.dropout: the device's global generator
-        torch = self.inner().namespace(device)
-        if device == "cpu":
-            return torch.random.get_rng_state()
-        if device.startswith(("cuda", "rocm")):
-            return torch.cuda.get_rng_state(int(device.split(":")[1]))
-        return None
-
-    @contextlib.contextmanager
-    def rng_restored(self, state: Any, device: str) -> Iterator[None]:
-        if state is None:
-            yield
-            return
-        torch = self.inner().namespace(device)
-        gpu = device.startswith(("cuda", "rocm"))
-        index = int(device.split(":")[1]) if gpu else None
-        with torch.random.fork_rng(devices=[index] if gpu else []):
-            if gpu:
-                torch.cuda.set_rng_state(state, index)
-            else:
-                torch.random.set_rng_state(state)
-            yield
 
 
 class KerasJaxBackend(KerasBackend):

@@ -4,12 +4,14 @@
 device (Keras's own step, the one `fit` runs per batch). The audit then:
 
 1. `poison`: keeps the weights, the other variables (Keras's dropout seeds) and the optimiser's
-   variables, and the framework's random state (unseeded dropout on torch draws from it), and
-   starts recording the batches the steps use;
+   variables, and starts recording the batches the steps use; where Keras runs its steps eagerly
+   (keras-torch, whose unseeded dropout draws from torch's global generator), it also records
+   which units each Dropout layer kept, as step_check.py does for torch;
 2. runs a timed block of steps, then `check_output`: builds the same model in float64, gives it
-   those variables, and replays the same steps from the same random state (so dropout keeps the
-   same units) on the same device where it computes in float64, else on the CPU; the update the
-   timed steps made to the weights and the last loss are compared with the replay's.
+   those variables, and replays the same steps (dropout keeping the same units: the recorded
+   ones, or on a compiled backend the same seeds) on the same device where it computes in
+   float64, else on the CPU; the update the timed steps made to the weights and the last loss
+   are compared with the replay's.
 
 Placement is read from the tensors under the Keras variables and from a forward pass's output
 (backends/placement.py): Keras silently computing on the CPU while a GPU was asked for fails.
@@ -54,6 +56,7 @@ class KerasSteps:
         self.last_loss = math.nan
         self.recorded: list | None = None
         self.snapshot: dict | None = None
+        self.kept: list[list] | None = None  # per Dropout layer, what each recorded step kept
         self.more_problems: Callable[[], list[str]] | None = None
 
     # -- the timed call ---------------------------------------------------------------------------
@@ -77,9 +80,36 @@ class KerasSteps:
     def poison(self) -> None:
         self.snapshot = {"weights": host_copy(self.keras, self.model.trainable_variables),
                          "others": host_copy(self.keras, self.model.non_trainable_variables),
-                         "optimizer": host_copy(self.keras, self.model.optimizer.variables),
-                         "rng": self.backend.rng_state(self.device)}
+                         "optimizer": host_copy(self.keras, self.model.optimizer.variables)}
         self.recorded = []
+        if getattr(self.backend, "eager_steps", False):
+            self.kept = []
+            for layer in self.dropout_layers(self.model):
+                self.kept.append([])
+                object.__setattr__(layer, "call", self._recorder(layer, self.kept[-1]))
+
+    def dropout_layers(self, model: Any) -> list:
+        return [layer for layer in model.layers if isinstance(layer, self.keras.layers.Dropout)]
+
+    def _recorder(self, layer: Any, kept: list) -> Callable:
+        original = type(layer).call
+
+        def call(inputs, training=False):
+            output = original(layer, inputs, training=training)
+            if training:
+                kept.append(output != 0)  # left on the device: no sync inside the timed step
+            return output
+        return call
+
+    def _replayed(self, layer: Any, kept: Any) -> Callable:
+        ops = self.keras.ops
+
+        def call(inputs, training=False):
+            if not training:
+                return inputs
+            mask = ops.convert_to_tensor(np.asarray(self.keras.ops.convert_to_numpy(next(kept))))
+            return inputs * ops.cast(mask, inputs.dtype) / (1.0 - layer.rate)
+        return call
 
     def check_output(self, last: Any) -> Check:
         problems, error, steps = self._replay_problems(last)
@@ -102,6 +132,9 @@ class KerasSteps:
         return self.device if "float64" in self.backend.dtypes(self.device) else "cpu"
 
     def _replay_problems(self, last: Any) -> tuple[list[str], float, int]:
+        if self.kept is not None:
+            for layer in self.dropout_layers(self.model):
+                object.__delattr__(layer, "call")  # the class's own call again
         steps, self.recorded = self.recorded or [], None
         if not steps or self.snapshot is None:
             return ["no timed step ran after the check began"], math.inf, 0
@@ -142,12 +175,15 @@ class KerasSteps:
                                       (replica.optimizer.variables, self.snapshot["optimizer"])):
                 for variable, value in zip(variables, values, strict=True):
                     variable.assign(value.astype(variable.dtype))
+            if self.kept is not None:
+                for layer, kept in zip(self.dropout_layers(replica), self.kept, strict=True):
+                    object.__setattr__(layer, "call", self._replayed(layer, iter(kept)))
+                self.kept = None
             losses = []
-            with self.backend.rng_restored(self.snapshot["rng"], self.device):
-                for x, y in steps:
-                    inputs, targets = host_copy(keras, [x, y])
-                    if inputs.dtype.kind == "f":
-                        inputs = inputs.astype(np.float64)
-                    losses.append(float(replica.train_on_batch(inputs, targets.astype(np.float64),
-                                                               return_dict=True)["loss"]))
+            for x, y in steps:
+                inputs, targets = host_copy(keras, [x, y])
+                if inputs.dtype.kind == "f":
+                    inputs = inputs.astype(np.float64)
+                losses.append(float(replica.train_on_batch(inputs, targets.astype(np.float64),
+                                                           return_dict=True)["loss"]))
         return [w.astype(np.float64) for w in host_copy(keras, replica.trainable_variables)], losses
