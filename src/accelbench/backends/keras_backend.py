@@ -200,10 +200,12 @@ class KerasJaxBackend(KerasBackend):
 
     def before_import(self) -> None:
         # float64 exists in JAX only with x64 on, and the check replays training in float64;
-        # Keras sets every float32 model's dtypes itself, so float32 work is unchanged
+        # Keras sets every float32 model's dtypes itself, so float32 work is unchanged. On GPUs
+        # JAX's default matmul precision is TF32, which is not float32: "highest" is.
         import jax
 
         jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_default_matmul_precision", "highest")
 
     def keras_device(self, device: str) -> str:
         if device == "cpu":

@@ -51,6 +51,9 @@ class KerasVGGRun:
         self.samples_s: tuple[float, ...] = ()
         self.verified: dict = {}
         self.rotation = Rotation(self.variant, self.judge)
+        # keras-torch on CUDA: cuDNN's TF32 is not float32 (restored by release)
+        self.saved_tf32 = seed004.strict_fp32(backend.namespace(device), device) \
+            if backend.keras_backend == "torch" else None
 
     def reference_model(self) -> Any:
         """The same weights in float64 on the CPU, built once."""
@@ -120,6 +123,8 @@ class KerasVGGRun:
         return found
 
     def release(self) -> None:
+        if self.saved_tf32 is not None:
+            seed004.restore_tf32(self.backend.namespace(self.device), self.saved_tf32)
         self.rotation.release()
         self.model = self.replica = None
 

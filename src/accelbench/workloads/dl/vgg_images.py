@@ -50,3 +50,16 @@ def latency_metrics(samples_s: list[float], batch: int) -> dict:
     return {"timed_batches": len(samples_s), "latency_p50_s": p50_s,
             "latency_p90_s": stats.quantile(samples_s, 0.9), "latency_p99_s": stats.quantile(samples_s, 0.99),
             "latency_max_s": max(samples_s), "images_per_s": batch / p50_s if p50_s > 0 else None}
+
+
+def strict_fp32(torch, device: str):
+    """Turn TF32 off on CUDA (cuDNN convolutions use it by default): fp32 must mean fp32."""
+    if not device.startswith(("cuda", "rocm")):
+        return None
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    return saved
+
+
+def restore_tf32(torch, saved) -> None:
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

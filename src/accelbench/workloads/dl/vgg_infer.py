@@ -27,6 +27,8 @@ from accelbench.workloads.dl import vgg as vgg_model
 from accelbench.workloads.dl.vgg_images import (MIN_TIMED_BATCHES, SEED_BATCH, SEED_DEPTH, SEED_IMAGE_PX, SEED_REFERENCE,
                                                 SOURCE_PX, VERIFY_IMAGES, cifar_like_images)
 from accelbench.workloads.dl.vgg_images import latency_metrics as _latency_metrics
+from accelbench.workloads.dl.vgg_images import restore_tf32 as _restore_tf32
+from accelbench.workloads.dl.vgg_images import strict_fp32 as _strict_fp32
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import make_check, relative_norm_error
 
@@ -228,16 +230,3 @@ class _VGGRun:
             _restore_tf32(self.torch, self.saved_tf32)
         self.rotation.release()
         self.model = None
-
-
-def _strict_fp32(torch, device: str):
-    """Turn TF32 off on CUDA (cuDNN convolutions use it by default): fp32 must mean fp32."""
-    if not device.startswith(("cuda", "rocm")):
-        return None
-    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    return saved
-
-
-def _restore_tf32(torch, saved) -> None:
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
