@@ -5,11 +5,23 @@ Statistics are derived from the raw samples (accelbench.timing.stats), never sto
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 PHASES = ("to_device", "compute", "to_host", "end_to_end")
 
+
+
+def finite(value: Any) -> Any:
+    """NaN and ±Infinity as null, all the way down: plain JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 @dataclass(frozen=True)
 class Spec:

@@ -37,6 +37,7 @@ class RunResults:
     machine: dict[str, Any] = field(default_factory=dict)
     rigor: str | None = None
     paired: list[PairedSamples] = field(default_factory=list)  # speed-ups' interleaved rounds
+    started_at: str | None = None  # as stored (ISO 8601, UTC)
 
     def _repr_html_(self) -> str:
         from accelbench.report.compare import results_table_html
@@ -49,39 +50,40 @@ class RunResults:
 
         return findings(self.rows, self.devices, self.machine, rigor=self.rigor)
 
+    def headline(self):
+        """The answer first (accelbench.report.headline): each device against the CPU, and how sure."""
+        from accelbench.report.headline import headline_for_run
+
+        return headline_for_run(self.rows, self.devices, self.machine)
+
     @property
     def rows(self) -> list[Row]:
         return analyse(self.measurements, self.devices, self.paired)
 
     def to_records(self) -> list[dict[str, Any]]:
-        records = []
-        for row in self.rows:
-            spec = row.spec
-            records.append({
-                "run_id": self.run_id, "workload": spec.workload, "backend": spec.backend, "device": spec.device,
-                **{k: v for k, v in spec.params}, "median_s": row.summary.median_s,
-                "ci_low_s": row.summary.ci_low_s, "ci_high_s": row.summary.ci_high_s, "iqr_s": row.summary.iqr_s,
-                "samples": row.summary.n, "first_call_s": row.measurement.first_call_s,
-                "rate": row.rate if row.measurement.valid else None, "rate_unit": row.rate_unit,
-                "verdict": row.measurement.status, "verdict_reasons": "; ".join(row.measurement.verdict_reasons),
-                "check_passed": row.measurement.check.passed,
-                "max_rel_error": row.measurement.check.max_rel_error,
-                "speedup_vs_cpu_all_cores": row.speedup_all.ratio if row.speedup_all else None,
-                "speedup_vs_cpu_one_thread": row.speedup_one.ratio if row.speedup_one else None,
-                "speedup_pairs": row.speedup_all.pairs if row.speedup_all else None,
-                "warnings": "; ".join(row.measurement.warnings),
-            })
-        return records
+        """One tidy record per result: the columns of `accelbench export --format csv`
+        (docs/results-schema.md), rates in GFLOP/s or GB/s as `rate_unit` says."""
+        from accelbench.report.tidy import tidy_records
+
+        return tidy_records(self.rows, run_id=self.run_id, started_at=self.started_at,
+                            host=self.machine.get("hostname"))
 
     def to_pandas(self):
         import pandas as pd  # only for users who ask for a DataFrame
 
-        return pd.DataFrame.from_records(self.to_records())
+        from accelbench.report.tidy import TIDY_COLUMNS
+
+        return pd.DataFrame.from_records(self.to_records(), columns=list(TIDY_COLUMNS))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "db": self.db_path, "interrupted": self.interrupted,
-                "results": [row.to_dict() for row in self.rows],
-                "findings": [f.to_dict() for f in self.findings()],
+        """The `run --json` document (docs/results-schema.md): the headline, raw samples and derived figures."""
+        from accelbench.report.derived import RESULTS_SCHEMA_VERSION, finite, result_entry
+
+        return {"schema_version": RESULTS_SCHEMA_VERSION, "run_id": self.run_id, "started_at": self.started_at,
+                "db": self.db_path, "interrupted": self.interrupted,
+                "headline": finite(self.headline().to_dict()),
+                "results": [result_entry(row) for row in self.rows],
+                "findings": finite([f.to_dict() for f in self.findings()]),
                 "skips": [s.to_dict() for s in self.skips]}
 
 
@@ -167,10 +169,10 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
                 outcome.interrupted = _paired_rounds(outcome, backends, store, run_id, rigor, seed)
         paired = store.speedups(run_id)  # what was stored, also when a stop came during pairing
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
-        path = str(store.path)
+        path, started_at = str(store.path), store.run_info(run_id).started_at
     return RunResults(run_id, path, outcome.measurements, outcome.skips,
                       {d.id: d for d in inventory.devices}, outcome.interrupted, machine,
-                      getattr(rigor, "name", rigor), paired)
+                      getattr(rigor, "name", rigor), paired, started_at=started_at)
 
 
 def _paired_rounds(outcome, backends: dict, store, run_id: str, rigor, seed: int) -> bool:

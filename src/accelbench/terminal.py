@@ -9,6 +9,7 @@ data can neither crash a listing (`[/]`), nor become a link or style, nor move t
 from __future__ import annotations
 
 import functools
+import os
 import re
 
 # C0, DEL, C1, line/paragraph separators and the bidirectional overrides that reorder what is shown
@@ -50,6 +51,44 @@ def _console_class():
     return LiteralConsole
 
 
+# a log file or a pipe gets wide lines rather than tables folded into rich's default 80 columns
+PIPED_WIDTH = 180
+
+
+def output_width(stream=None) -> int | None:
+    """The width to print at: $COLUMNS when set (`COLUMNS=80 accelbench run` fits 80 columns), else
+    the terminal's own (None: rich asks it), else PIPED_WIDTH for a file or a pipe."""
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = stream or sys.stdout
+    return None if getattr(stream, "isatty", lambda: False)() else PIPED_WIDTH
+
+
 def console(**options):
-    """A rich Console for a command's output (no highlighting: data is not decorated)."""
+    """A rich Console for a command's output (no highlighting: data is not decorated), as wide as
+    `output_width` says unless a width is given."""
+    if "width" not in options:
+        options["width"] = output_width(options.get("file"))
     return _console_class()(**{"highlight": False, **options})
+
+
+def unwrapped_lines() -> bool:
+    """True when output goes to a file or pipe and no $COLUMNS was set: a notice may stay on one line
+    there, for grep, rather than wrap at the table width."""
+    return output_width() == PIPED_WIDTH and not os.environ.get("COLUMNS", "").isdigit()
+
+
+def hanging(mark: str, text: str, indent: int = 2):
+    """`text` (markup) after `mark`, indented, its wrapped lines aligned under its first word."""
+    from rich.padding import Padding
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    if mark:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")  # folds only a word longer than the whole line
+    grid.add_row(*([mark] if mark else []), text)
+    return Padding(grid, (0, 0, 0, indent), expand=False)

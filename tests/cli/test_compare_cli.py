@@ -131,3 +131,15 @@ def test_bad_references_exit_2_naming_them(tmp_path, capsys):
     assert code == 2 and "bad.json" in err and "runs[0]" in err
     code, _, err = _compare(capsys, "latest", "--db", db)
     assert code == 2 and "two runs" in err
+
+
+def test_runs_that_share_no_spec_say_so_and_exit_1(tmp_path, capsys):
+    db = str(tmp_path / "r.sqlite")
+    for workload in ("reduce", "elementwise"):
+        assert main(["run", workload, "--sizes", "4096", "--backend", "numpy", "--rigor", "quick",
+                     "--db", db, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "latest~1", "latest", "--db", db]) == 1
+    err = capsys.readouterr().err
+    assert "share no spec" in err and "A measured reduce, B measured elementwise" in err
+    assert main(["compare", "latest~1", "latest", "--db", db, "--json"]) == 1

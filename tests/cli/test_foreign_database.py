@@ -78,6 +78,7 @@ def _commands(db: str, tmp_path: Path, document: Path) -> dict[str, list[str]]:
         "project": ["project", "--to", "h100", "--db", db],
         "import": ["import", str(document), "--db", db],
         "gather": ["gather", str(results), "--db", db],
+        "fleet": ["fleet", str(results), "--db", db],
     }
 
 

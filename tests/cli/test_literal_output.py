@@ -111,14 +111,18 @@ def test_info_shows_device_names_and_probe_messages_literally(capsys, value):
 @pytest.mark.parametrize("value", list(HOSTILE))
 def test_run_summary_shows_skip_reasons_and_paths_literally(capsys, value):
     from accelbench.cli.run_cmd import _print_summary
+    from accelbench.report.headline import headline
 
     spec = Spec.make("reduce", "numpy", f"cpu{value}", n=4096)
     results = SimpleNamespace(rows=[], skips=[Skip(spec, f"cannot: {value}")], measurements=[],
-                              findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite")
+                              findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite",
+                              headline=lambda: headline(
+                                  [], unreached=[f"GPU{value} (cuda:0) found, not measured: driver {value}"]))
     _print_summary(results)
     out = capsys.readouterr().out
     assert f"cannot: {FIRST_LINE[value]}" in out and f"reduce numpy@cpu{HOSTILE[value]} n=4096" in out
     assert f"saved in /tmp/{HOSTILE[value]}.sqlite" in out
+    assert f"driver {FIRST_LINE[value]}" in out  # the headline's lines, literally
     _clean(out)
 
 
@@ -127,7 +131,7 @@ def test_compare_shows_recorded_settings_literally(tmp_path, capsys, value):
     db = tmp_path / "db.sqlite"
     first = _store_run(db, value)
     second = _store_run(db, "plain-host")
-    assert main(["compare", first, second, "--db", str(db)]) == 0
+    assert main(["compare", first, second, "--db", str(db)]) == 1  # two runs without results share no spec
     out = capsys.readouterr().out
     assert f"hostname: {HOSTILE[value]} → plain-host" in out
     _clean(out)

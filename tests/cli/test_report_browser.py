@@ -172,3 +172,14 @@ def test_report_screenshot_is_not_blank(report, tmp_path):
         inked = sum(count for level, count in enumerate(grey.histogram()) if level < 200) / (1280 * 2400)
     assert stddev > 20 and inked > 0.03, (stddev, inked)
     shutil.copy(shot, report["folder"] / "screenshot.png")  # kept with the report for a look by eye
+
+
+def test_report_opens_with_the_headline_before_findings_and_tables(report, tmp_path):
+    dom = chromium(report["html_path"], tmp_path, "--dump-dom").stdout
+    start = dom.index('class="headline"')
+    assert start < dom.index("<h3>Findings</h3>") < dom.index("<h2>Results</h2>")
+    opening = dom[start:dom.index("<h3>Findings</h3>")]
+    assert "The answer" in opening and "fake@evil:0" in opening  # every measured device has its entry
+    if "pyopencl" in report["backends"]:  # PoCL: named as the CPU it runs on, with its speed-ups
+        assert "pyopencl@opencl:" in opening and "running on this same CPU, not an accelerator" in opening
+        assert "than all CPU cores" in opening and "than one core" in opening and "onfidence" in opening

@@ -34,7 +34,7 @@ def test_json_output(tmp_path, capsys):
     document = json.loads(capsys.readouterr().out)
     assert code == 0 and document["results"]
     first = document["results"][0]
-    assert first["rate_unit"] == "B/s" and first["check"]["passed"] and first["summary"]["median_s"] > 0
+    assert first["derived"]["rate_unit"] == "GB/s" and first["check"]["passed"] and first["derived"]["median_s"] > 0
 
 
 @pytest.mark.parametrize("argv, named", [
@@ -93,3 +93,21 @@ def test_a_run_that_measured_nothing_exits_1_with_the_reason_to_act_on(tmp_path,
     err = capsys.readouterr().err
     assert code == 1
     assert "nothing was measured (2 skipped)" in err and "use --backend torch" in err
+
+
+def test_the_answer_comes_first_in_the_terminal_and_in_json(tmp_path, capsys):
+    db = str(tmp_path / "r.sqlite")
+    argv = ["run", "matmul", "--sizes", "64,128", "--dtype", "float32", "--backend", "numpy,torch",
+            "--device", "cpu", "--rigor", "quick", "--db", db, "--no-progress"]
+    pytest.importorskip("torch")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.index("The answer") < out.index("matmul"), out  # before the first table
+    entry = out[out.index("The answer"):].split("•", 2)[1]
+    assert "torch@cpu" in entry and "the CPU, " in entry and "than all CPU cores" in entry
+    assert main(argv + ["--json"]) == 0
+    headline = json.loads(capsys.readouterr().out)["headline"]
+    (torch_entry,) = headline["devices"]
+    assert torch_entry["series"].startswith("torch@cpu") and torch_entry["comparisons"][0]["kind"] == "compute-bound"
+    assert torch_entry["comparisons"][0]["what"] == "matmul float32 n=128"
+    assert set(torch_entry["verdicts"]) <= {"valid", "noisy", "unverified", "invalid"} and torch_entry["text"]

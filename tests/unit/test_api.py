@@ -40,7 +40,10 @@ def test_decorator_and_run(tmp_path):
 def test_to_pandas():
     pd = pytest.importorskip("pandas")
     from accelbench.session import RunResults
-    assert isinstance(RunResults("x", "db", [], []).to_pandas(), pd.DataFrame)
+    from accelbench.report.tidy import TIDY_COLUMNS
+
+    frame = RunResults("x", "db", [], []).to_pandas()
+    assert isinstance(frame, pd.DataFrame) and tuple(frame.columns) == TIDY_COLUMNS  # the CSV's columns
 
 
 # -- honest by default -----------------------------------------------------------------------

@@ -339,7 +339,8 @@ def test_gather_imports_with_node_job_and_partition_tags_and_is_idempotent(tmp_p
     with Store(tmp_path / "local.sqlite") as store:
         (first,) = gather(results, store, runner=slurm).outcomes
         assert first.status == "ok" and first.imported == [run_id]
-        assert store.tags(run_id) == {"job_id": "12", "node": "n1", "partition": "gpu", "cluster": "hpc"}
+        assert store.tags(run_id) == {"job_id": "12", "node": "n1", "partition": "gpu", "cluster": "hpc",
+                                      "submission": "sub1"}
         (again,) = gather(results, store, runner=slurm).outcomes
         assert again.status == "ok" and again.imported == [] and again.present == [run_id]
         assert len(store.runs()) == 1

@@ -143,3 +143,10 @@ def test_a_short_window_is_judged_on_our_threads_wait_for_a_cpu():
     calm = Interference(0.09, 2, run_wait_share=0.01, not_measurable="a 90 ms window is too short")
     assert waited.disturbed and waited.text().startswith("our threads waited for a CPU 45% of the time")
     assert not calm.disturbed and calm.text().startswith("interference not measurable")
+
+
+def test_run_notice_names_our_threads_wait_when_the_windows_were_too_short_for_ticks():
+    waited = Interference(0.001, 2, run_wait_share=0.4, not_measurable="window shorter than a tick")
+    assert waited.disturbed
+    line = contention.run_notice([measurement(waited), measurement()])
+    assert "our threads waited for a CPU 40% of the time" in line and "other processes used 0%" not in line

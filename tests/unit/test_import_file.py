@@ -151,3 +151,11 @@ def test_an_import_killed_while_writing_leaves_all_of_it_or_none(tmp_path):
     with Store(db) as store:  # and the file imports cleanly afterwards
         assert len(fast.import_file(store, doc_path)) == (4 if not counts else 0)
         assert sum(len(store.results(f"run-{r}")) for r in range(4)) == 16_000
+
+
+def test_specs_whose_values_are_equal_but_typed_differently_keep_their_own_text():
+    from accelbench.store.import_file import _spec_texts
+    texts = [_spec_texts({"workload": "w", "backend": "b", "device": "cpu", "params": {"n": value}})
+             for value in (1, 1.0, True, [1])]
+    assert [params for _, params in texts] == ['{"n":1}', '{"n":1.0}', '{"n":true}', '{"n":[1]}']
+    assert len({key for key, _ in texts}) == 4

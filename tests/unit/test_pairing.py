@@ -21,6 +21,7 @@ from accelbench.cli.main import main
 from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
 from accelbench.runner import pairing
 from accelbench.report.analysis import analyse
+from accelbench.report.derived import derived_figures
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem, build_plan, usable_cpus
 from accelbench.session import run_plan
@@ -154,7 +155,7 @@ def test_analysis_uses_paired_rounds_and_marks_the_rest_unpaired():
     assert paired.paired and paired.pairs == 10 and abs(paired.ratio - 4.0) < 1e-9
     assert not rows["torchNone"].speedup_one.paired  # no rounds for that one
     assert abs(rows["torchNone"].speedup_one.ratio - 20.0) < 0.1
-    shown = rows["torchNone"].to_dict()["speedup_vs_cpu_all_cores"]
+    shown = derived_figures(rows["torchNone"])["speedups"]["vs_cpu_all_cores"]
     assert shown["paired"] is True and shown["pairs"] == 10 and "paired ratios" in shown["method"]
     # a speed-up that could not be paired says why, and falls back to the two medians
     why = PairedSamples(CPU_ALL_CORES, cpu_all.spec, "compute", device.spec, "compute", note="not paired: too long")
@@ -235,9 +236,21 @@ def test_terminal_and_json_show_the_pairs(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     # a narrow column may wrap the cell: read it with the table's borders and spaces taken out
-    assert "(8pairs)" in "".join(out.replace("│", "").split()), out
+    assert "8pairs" in "".join(out.replace("│", "").split()), out  # in the cells, or the narrow legend
     assert main(argv + ["--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     (one,) = [r for r in document["results"] if r["threads"] == 1]
-    speedup = one["speedup_vs_cpu_all_cores"]
-    assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"]
+    speedup = one["derived"]["speedups"]["vs_cpu_all_cores"]
+    assert speedup["paired"] is True and speedup["pairs"] == 8 and speedup["ci_low"] <= speedup["ratio"], speedup
+
+
+def test_slow_rounds_still_get_the_minimum_pairs_within_a_stretched_budget():
+    from accelbench.runner.speedups import MIN_PAIRS
+    from accelbench.timing.rigor import get_rigor
+
+    quick = get_rigor("quick")
+    assert pairing.rounds_within(0.001, 1.0, quick) == pairing.PAIRS["quick"]      # the rigor's count
+    assert pairing.rounds_within(1.0 / 7, 1.0, quick) == 7                            # the budget ends first
+    slow = pairing.STRETCH * 1.0 / MIN_PAIRS
+    assert pairing.rounds_within(slow * 0.99, 1.0, quick) == MIN_PAIRS                # past the budget, within the stretch
+    assert pairing.rounds_within(slow * 1.01, 1.0, quick) == 0                        # beyond it: unpaired

@@ -107,7 +107,11 @@ def test_figures_without_their_data_are_omitted_with_a_note(cpu_only_run):
     assert not figures.time_per_size(memcpy_only).present
 
 
-def test_make_figures_returns_all_five_in_order(break_even_run):
+def test_make_figures_returns_every_figure_in_order(break_even_run):
     results = figures.make_figures(break_even_run)
-    assert [r.name for r in results] == ["matmul-time", "matmul-speedup", "matmul-time-split", "roofline", "precision"]
-    assert [r.present for r in results] == [True, True, True, True, False]  # one dtype: no precision chart
+    assert [r.name for r in results] == ["matmul-time", "matmul-speedup", "matmul-time-split", "roofline", "precision",
+                                         "stream-bandwidth", "transfer-bandwidth", "reduce-elementwise",
+                                         "stats-speedup", "stats-accuracy", "dl-curves", "dl-batches", "telemetry"]
+    assert [r.present for r in results][:5] == [True, True, True, True, False]  # one dtype: no precision chart
+    # matmul only, no telemetry: the other figures are left out without a note
+    assert all(r.png is None and r.note is None for r in results[5:])

@@ -23,7 +23,7 @@ LIMIT_S = 3.0  # long enough for a quick torch spec on a loaded 2-core machine
 ENDED_WITHIN_S = LIMIT_S + deadline.GRACE_S + 20
 # the user-function test's limit also bounds the torch spec that must still be measured: its 0.75 s
 # budget, first call and checks, on a loaded machine where the interval needs the whole budget
-USER_LIMIT_S = 3.0
+USER_LIMIT_S = 8.0  # 3 s was passed by the torch spec when CI shared its 2 cores with four other jobs
 
 
 def _sleeps(x):

@@ -193,3 +193,11 @@ def test_timing_modules_import_no_numpy():
             "accelbench.timing.clock, accelbench.timing.rigor; print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_wide_batch_interval_never_reaches_below_the_fastest_sample():
+    # bursts in whole batches: the batch medians disagree so much that median - halfwidth < 0
+    samples = [1e-3] * 40 + [1.0] * 15 + [1e-3] * 5
+    summary = stats.summarize(samples)
+    assert summary.ci_method == "batch medians" and summary.median_s - stats.batch_ci_halfwidth(samples) < 0
+    assert summary.ci_low_s == min(samples) and summary.ci_high_s > summary.median_s

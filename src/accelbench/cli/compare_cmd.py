@@ -61,18 +61,9 @@ def load_ref(ref: str, db: str | None):
         raise UsageError(message if ref in message else f"{ref!r}: {message}") from None
 
 
-def finite(value):
-    """Plain JSON has no NaN or Infinity: an unbounded interval end is written as null."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
-
-
 def print_json(document) -> None:
+    from accelbench.results import finite
+
     json.dump(finite(document), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
@@ -80,8 +71,7 @@ def print_json(document) -> None:
 def _console():
     from accelbench.terminal import console
 
-    # a CI log gets wide lines rather than a table folded into 80 columns
-    return console(width=None if sys.stdout.isatty() else 180)
+    return console()
 
 
 def _reference(args) -> int:
@@ -115,6 +105,9 @@ def run(args) -> int:
         print_json(document)
     else:
         render_comparison(comparison, _console())
+    if not comparison.rows:
+        print(_nothing_shared(comparison), file=sys.stderr)
+        return 1
     if failing:
         from accelbench.terminal import printable
 
@@ -124,3 +117,15 @@ def run(args) -> int:
             print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
         return 1
     return 0
+
+
+def _nothing_shared(comparison) -> str:
+    """Two runs with no spec in common: say what each measured and how to get a comparison."""
+    from accelbench.terminal import printable
+
+    def workloads(specs) -> str:
+        return ", ".join(sorted({s.workload for s in specs})) or "nothing"
+    return printable(f"accelbench compare: the two runs share no spec (same workload, backend, device and "
+                     f"parameters): A measured {workloads(comparison.only_a)}, B measured "
+                     f"{workloads(comparison.only_b)}; compare runs of the same workloads, sizes and dtypes "
+                     f"(`accelbench runs` lists each run's workloads)")

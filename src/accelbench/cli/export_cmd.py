@@ -1,33 +1,76 @@
-"""`accelbench export`: stored runs as one JSON document, for sharing or for collecting cluster jobs."""
+"""`accelbench export`: stored runs as one JSON document (for sharing, `import` and `compare`), or
+as a tidy CSV table, one row per result, for R, pandas and spreadsheets (docs/r-and-pandas.md)."""
 from __future__ import annotations
 
+import io
 import json
 import sys
+
+from accelbench.errors import UsageError
+
+FORMATS = ("json", "csv")
 
 
 def add_arguments(parser) -> None:
     from accelbench.cli import validate
 
-    parser.add_argument("runs", nargs="*", default=["latest"], metavar="RUN",
-                        help="run ids, unique id prefixes, latest or latest~N (default: latest)")
-    parser.add_argument("-o", "--output", metavar="FILE", type=validate.output_file("the JSON document"),
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help="run ids, unique id prefixes or suffixes, latest or latest~N (default: latest)")
+    parser.add_argument("--all", action="store_true", help="every stored run, oldest first")
+    parser.add_argument("--format", choices=FORMATS, default="json",
+                        help="json: the document `accelbench import` and `compare` read, each result with its "
+                             "derived figures; csv: one row per result (columns: docs/results-schema.md) "
+                             "(default: json)")
+    parser.add_argument("-o", "--output", metavar="FILE", type=validate.output_file("the exported runs"),
                         help="write here, replacing a file of that name (default: standard output)")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database")
 
 
+def _run_ids(store, args) -> list[str]:
+    if args.all and args.runs:
+        raise UsageError(f"--all exports every run; drop {' '.join(args.runs)!r} or drop --all")
+    if args.all:
+        ids = [info.id for info in reversed(store.runs())]
+        if not ids:
+            raise UsageError(f"no runs are stored in {store.path} yet: try `accelbench run` first")
+        return ids
+    return list(dict.fromkeys(store.resolve_run(ref) for ref in args.runs or ["latest"]))
+
+
+def _csv_text(store, run_ids: list[str]) -> tuple[str, int]:
+    from accelbench.report.data import load_run
+    from accelbench.report.tidy import tidy_records, write_csv
+
+    records = []
+    for run_id in run_ids:
+        run = load_run(store, run_id)
+        records += tidy_records(run.rows, run_id=run_id, started_at=run.info.started_at,
+                                host=run.info.hostname or None)
+    buffer = io.StringIO()
+    count = write_csv(records, buffer)
+    return buffer.getvalue(), count
+
+
+def _json_text(store, run_ids: list[str]) -> tuple[str, int]:
+    from accelbench.report.derived import add_derived
+    from accelbench.store.export import export_runs
+
+    document = add_derived(export_runs(store, run_ids), store)
+    return json.dumps(document, indent=1, allow_nan=False) + "\n", sum(len(r["results"]) for r in document["runs"])
+
+
 def run(args) -> int:
     from accelbench.store.db import Store
-    from accelbench.store.export import export_runs, write_json
 
     with Store(args.db, create=False) as store:
-        run_ids = [store.resolve_run(ref) for ref in args.runs]
-        document = export_runs(store, run_ids)
+        run_ids = _run_ids(store, args)
+        text, results = (_csv_text if args.format == "csv" else _json_text)(store, run_ids)
     if args.output:
-        write_json(args.output, document)
+        from accelbench.store.export import write_text
         from accelbench.terminal import printable
 
-        print(printable(f"exported {len(run_ids)} run(s) to {args.output}"), file=sys.stderr)
+        write_text(args.output, text)
+        print(printable(f"exported {len(run_ids)} run(s), {results} result(s) to {args.output}"), file=sys.stderr)
     else:
-        json.dump(document, sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(text)
     return 0

@@ -47,32 +47,61 @@ def run(args) -> int:
     known = None
     if args.wait:
         known, _ = wait_and_report([r.job_id for r in records if r.job_id],
-                                   timeout_s=args.timeout, poll_s=args.poll)
+                                   timeout_s=args.timeout, poll_s=args.poll, records=records)
     return gather_and_report(folder, args.db, records=records, known=known)
 
 
-def wait_and_report(job_ids: list[str], *, timeout_s: float, poll_s: float, out=None):
-    """Wait (bounded) for the jobs, printing each state change; returns (states, all ended)."""
+def wait_and_report(job_ids: list[str], *, timeout_s: float, poll_s: float, out=None, records=None):
+    """Wait (bounded) for the jobs, printing each state change with its node, and after each poll
+    that changed anything how many are done, pending or running, and failed; returns (states, all
+    ended)."""
     out = out or sys.stdout  # looked up per call, not at import: callers and tests swap sys.stdout
     import time
 
     from accelbench.cluster.slurm import wait
 
     started = time.monotonic()
+    asked_node = {r.job_id: r.target.node for r in records or () if r.job_id and r.target.node}
+    last: dict = {}
 
     def changed(state) -> None:
-        where = f" on {state.node}" if state.node else ""
+        node = state.node or asked_node.get(state.job_id, "")
+        where = f" on {node}" if node else ""
         print(printable(f"  {time.monotonic() - started:6.1f} s  job {state.job_id}: {state.state}{where}"),
               file=out, flush=True)
+
+    def polled(states, active) -> None:
+        counts = progress_counts(job_ids, states, active)
+        if counts != last:
+            last.update(counts)
+            print(f"  {time.monotonic() - started:6.1f} s  {counts['done']} done, {counts['pending']} pending, "
+                  f"{counts['running']} running, {counts['failed']} failed", file=out, flush=True)
 
     if not job_ids:
         return {}, True
     print(f"waiting for {len(job_ids)} job(s), at most {timeout_s:.0f} s", file=out, flush=True)
-    states, finished = wait(job_ids, timeout_s=timeout_s, poll_s=poll_s, on_change=changed)
+    states, finished = wait(job_ids, timeout_s=timeout_s, poll_s=poll_s, on_change=changed, on_poll=polled)
     if not finished:
         print(f"stopped waiting after {timeout_s:.0f} s; jobs still queued or running are reported "
               f"below, and `accelbench gather` collects them later", file=out)
     return states, finished
+
+
+def progress_counts(job_ids: list[str], states, active: set[str]) -> dict[str, int]:
+    """done / pending / running / failed among `job_ids`: `active` are still queued or running
+    (by their last state); of the others, those Slurm said failed are failed, the rest done (a
+    job Slurm forgot has ended: gather's files say how)."""
+    counts = {"done": 0, "pending": 0, "running": 0, "failed": 0}
+    for job_id in job_ids:
+        state = states.get(job_id)
+        if job_id in active:
+            queued = state is None or state.state in ("PENDING", "CONFIGURING")
+            counts["pending" if queued else "running"] += 1
+        elif state is not None and state.category == "failed":
+            counts["failed"] += 1
+        else:
+            counts["done"] += 1
+    return counts
 
 
 def gather_and_report(results_dir, db, *, records=None, known=None, out=None) -> int:
@@ -89,9 +118,11 @@ def gather_and_report(results_dir, db, *, records=None, known=None, out=None) ->
     for outcome in report.outcomes:
         print_outcome(outcome, out)
     imported = sum(len(o.imported) for o in report.outcomes)
-    ok, failed, active = (report.count(s) for s in ("ok", "failed", "active"))
-    print(printable(f"{len(report.outcomes)} job(s): {ok} ok, {failed} failed, {active} still queued or "
-                    f"running; {imported} run(s) newly imported into {db_path}"), file=out)
+    ok, failed, active, unmeasured = (report.count(s) for s in ("ok", "failed", "active", "unmeasured"))
+    jobs = len(report.outcomes) - unmeasured
+    print(printable(f"{jobs} job(s): {ok} ok, {failed} failed, {active} still queued or running"
+                    + (f"; {unmeasured} node(s) not measured" if unmeasured else "")
+                    + f"; {imported} run(s) newly imported into {db_path}"), file=out)
     if failed:
         return EXIT_FAILED
     return EXIT_STILL_RUNNING if active else 0
@@ -100,6 +131,9 @@ def gather_and_report(results_dir, db, *, records=None, known=None, out=None) ->
 def print_outcome(outcome, out=None) -> None:
     out = out or sys.stdout
     record, state = outcome.record, outcome.state
+    if outcome.status == "unmeasured":
+        print(printable(f"[--] node {record.target.node} not measured: {state.reason}"), file=out)
+        return
     name = f"job {record.job_id}" if record.job_id else f"job #{record.index} (not submitted)"
     node = state.node or record.target.label()
     runs = ""

@@ -47,13 +47,21 @@ def run(args) -> int:
     from accelbench.terminal import literal  # plugins name workloads and backends: data
 
     console = make_console()
+    # narrow: what each workload measures gets the room, its dtypes go on the line under it
+    narrow = console.width < 120
     table = Table(title="[bold]Workloads[/]", title_justify="left", show_edge=False, pad_edge=False)
-    for column in ("workload", "what it measures", "dtypes", "--sizes sets", "quick suite"):
-        table.add_column(column)
+    columns = ("workload", "--sizes\nsets", "quick\nsuite", "what it measures\ndtypes") if narrow else \
+        ("workload", "what it measures", "dtypes", "--sizes sets", "quick suite")
+    for column in columns:
+        table.add_column(column, no_wrap=column != columns[-1 if narrow else 1] and column != "dtypes")
     for w in listing["workloads"]:
-        table.add_row(literal(w["name"]), literal(w["description"]), literal(", ".join(w["dtypes"])),
-                      literal(w["size_param"]),
-                      "yes" if w["in_quick_suite"] else "")
+        quick = "yes" if w["in_quick_suite"] else ""
+        if narrow:
+            table.add_row(literal(w["name"]), literal(w["size_param"]), quick,
+                          f"{literal(w['description'])}\n[dim]dtypes: {literal(', '.join(w['dtypes']))}[/]")
+        else:
+            table.add_row(literal(w["name"]), literal(w["description"]), literal(", ".join(w["dtypes"])),
+                          literal(w["size_param"]), quick)
     console.print(table)
     console.print()
     table = Table(title="[bold]Backends[/]", title_justify="left", show_edge=False, pad_edge=False)

@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("accelbench.cli.run_cmd", "measure workloads on every available device, verified, stored"),
     "runs": ("accelbench.cli.runs_cmd", "list the runs stored in the results database"),
     "ceilings": ("accelbench.cli.ceilings_cmd", "this machine's measured ceilings; --forget sets them aside"),
-    "export": ("accelbench.cli.export_cmd", "write stored runs as a JSON document"),
+    "export": ("accelbench.cli.export_cmd", "write stored runs as a JSON document or a CSV table (--format csv)"),
     "report": ("accelbench.cli.report_cmd", "write a self-contained HTML report with figures and advice"),
     "compare": ("accelbench.cli.compare_cmd", "compare two runs (or a run with reference data), spec by spec"),
     "project": ("accelbench.cli.project_cmd", "project a run's workloads onto another device (roofline what-if)"),
@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "setup": ("accelbench.cli.setup_cmd", "choose and save the default device(s) for accelbench run"),
     "submit": ("accelbench.cli.submit_cmd", "run a suite as Slurm jobs, one per node or GPU type"),
     "gather": ("accelbench.cli.gather_cmd", "import finished cluster jobs' results into the database"),
+    "fleet": ("accelbench.cli.fleet_cmd", "a cluster sweep node type by node type: slow, failed and unmeasured nodes"),
     "import": ("accelbench.cli.import_cmd", "read runs from exported JSON documents, validated"),
 }
 

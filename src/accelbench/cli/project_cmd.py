@@ -5,7 +5,6 @@ the target. An unknown target exits 2 listing the accepted names.
 """
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,35 +47,67 @@ def _ceiling_text(ceiling) -> str:
 
 
 def _render(report) -> None:
-    from rich.table import Table
-
     from accelbench.report.compare.compare import spec_label
     from accelbench.terminal import console as make_console
-    from accelbench.terminal import literal
-    from accelbench.units import format_seconds
+    from accelbench.terminal import hanging, literal
 
-    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console = make_console()
     target = report.target
     console.print(f"[bold reverse] PROJECTION [/] of run {literal(report.run.label)} onto "
                   f"[bold]{literal(target.name)}[/] — estimated from datasheet ceilings, not measured "
                   f"({literal(target.source)})")
     console.print("Assumptions:")
     for assumption in report.assumptions:
-        console.print(f"  • {literal(assumption)}")
-    table = Table(show_edge=False, pad_edge=False)
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("spec", "left"), ("measured here", "right"), ("bound here", "left"), ("efficiency here", "right"),
-        ("projected", "right"), ("bound there", "left"), ("× projected", "right"), ("assumes", "left"))
-    for header, justify in columns:
-        table.add_column(header, justify=justify, overflow="fold")
-    for p in report.projections:
-        here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)
-        there = _ceiling_text(p.target_flops if p.target_bound == "compute" else p.target_bandwidth)
-        table.add_row(literal(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound,
-                      f"{p.efficiency:.0%}" + (" (capped)" if p.capped else ""), format_seconds(p.projected_s),
-                      p.target_bound, f"{p.speedup:.1f}×", literal(f"{p.assumption}: {here} → {there}"))
-    console.print(table)
+        console.print(hanging("•", literal(assumption)))
+    unbounded = console.options.update_width(10_000)
+    # the assumption column wraps: the wide table fits when the rest does with room left for it
+    if console.measure(_table(report, None, assumes=False), options=unbounded).maximum + 40 <= console.width:
+        console.print(_table(report, None))
+    else:  # narrow: two lines a row, each row's assumption a numbered note under the table
+        notes: list[str] = []
+        console.print(_table(report, notes))
+        for number, note in enumerate(notes, 1):
+            console.print(hanging(f"\\[{number}]", literal(note)))
     if report.not_projected:
         console.print(f"[bold]Not projected[/] ({len(report.not_projected)}):")
         for spec, reason in report.not_projected:
-            console.print(f"  {literal(spec_label(spec))}: {literal(reason)}")
+            console.print(hanging("•", f"{literal(spec_label(spec))}: {literal(reason)}"))
+
+
+def _table(report, notes: list[str] | None, assumes: bool = True):
+    from rich.table import Table
+
+    from accelbench.report.compare.compare import spec_label
+    from accelbench.report.summary import params_text, where
+    from accelbench.terminal import literal
+    from accelbench.units import format_seconds
+
+    narrow = notes is not None
+    wide: tuple[tuple[str, JustifyMethod], ...] = (
+        ("spec", "left"), ("measured here", "right"), ("bound here", "left"), ("efficiency here", "right"),
+        ("projected", "right"), ("bound there", "left"), ("× projected", "right"), ("assumes", "left"))
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        (("where\nspec", "left"), ("measured\nbound here", "right"), ("efficiency\nhere", "right"),
+         ("projected\nbound there", "right"), ("× projected\n\\[assumes]", "right")) if narrow else
+        wide[:8 if assumes else 7])
+    table = Table(show_edge=False, pad_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, overflow="fold")
+    if narrow:
+        table.columns[0].min_width = max((len(where(p.spec)) for p in report.projections), default=5)
+    for p in report.projections:
+        here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)
+        there = _ceiling_text(p.target_flops if p.target_bound == "compute" else p.target_bandwidth)
+        efficiency = f"{p.efficiency:.0%}" + (" (capped)" if p.capped else "")
+        assumption = f"{p.assumption}: {here} → {there}"
+        if notes is not None:
+            notes.append(assumption)
+            what = " ".join(part for part in (p.spec.workload, params_text(p.spec)) if part)
+            table.add_row(f"{literal(where(p.spec))}\n[dim]{literal(what)}[/]",
+                          f"{format_seconds(p.measured_s)}\n{p.source_bound}", efficiency,
+                          f"{format_seconds(p.projected_s)}\n{p.target_bound}", f"{p.speedup:.1f}×\n\\[{len(notes)}]")
+        else:
+            table.add_row(literal(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound, efficiency,
+                          format_seconds(p.projected_s), p.target_bound, f"{p.speedup:.1f}×",
+                          *[literal(assumption)] * assumes)
+    return table

@@ -32,7 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--timeout", type=validate.SPEC_TIMEOUT, default=None, metavar="SECONDS",
                         help="end a spec that takes longer than this and store it as failed; the run "
                              "goes on (default: 600)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    parser.add_argument("--json", action="store_true",
+                        help="print the results as JSON instead of tables (schema: docs/results-schema.md)")
+    parser.add_argument("--schema", action="store_true", help="print the JSON schema of --json output and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
     parser.add_argument("--verbose", action="store_true",
@@ -43,6 +45,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from accelbench.runner.deadline import stop_on_signals
     from accelbench.timing.checkpoint import stop_signal
+
+    if args.schema:
+        from accelbench.schemas import load_schema
+
+        print(json.dumps(load_schema("results"), indent=2))
+        return 0
 
     if getattr(args, "verbose", False):
         _print_epochs()
@@ -108,11 +116,13 @@ def _run(args) -> int:
                            telemetry=not args.no_telemetry, inventory=inventory,
                            timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout)
     if args.json:
+        from accelbench.report.derived import finite
         from accelbench.timing.contention import run_notice
 
-        data = {**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached],
-                "busy_machine": run_notice(results.measurements)}
-        json.dump(data, sys.stdout, indent=2, default=_jsonable)
+        # docs/results-schema.md; plain JSON: an unbounded interval end is null, never Infinity
+        data = finite({**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached],
+                       "busy_machine": run_notice(results.measurements)})
+        json.dump(data, sys.stdout, indent=2, default=_jsonable, allow_nan=False)
         sys.stdout.write("\n")
     else:
         _print_summary(results)
@@ -179,12 +189,15 @@ def _print_unreached(unreached: list) -> None:
     if not unreached:
         return
     from accelbench.terminal import console as make_console
-    from accelbench.terminal import literal
+    from accelbench.terminal import hanging, literal, unwrapped_lines
 
-    console = make_console(width=None if sys.stdout.isatty() else 180)
+    console = make_console()
     console.print("[bold]Devices found that this run cannot measure[/]:")
     for group in unreached:
-        console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)  # one line: grep finds it
+        if unwrapped_lines():  # a log file: one line, grep finds it
+            console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)
+        else:
+            console.print(hanging("[yellow]![/]", literal(group.text)))
     console.print()
     sys.stdout.flush()
 
@@ -196,16 +209,13 @@ def _jsonable(value):
 
 
 def _print_summary(results) -> None:
+    from accelbench.report.headline import render_headline
     from accelbench.report.summary import render_summary
     from accelbench.terminal import console as make_console
     from accelbench.terminal import literal
-    from accelbench.timing.contention import run_notice
 
-    # a log file gets wide lines rather than a table folded into 80 columns
-    console = make_console(width=None if sys.stdout.isatty() else 180)
-    busy = run_notice(results.measurements)
-    if busy:
-        console.print(f"[bold yellow]![/] {literal(busy)}", soft_wrap=True)  # one line, first: it qualifies every table
+    console = make_console()
+    render_headline(results.headline(), console)  # the answer first; the busy-machine notice is among its caveats
     render_summary(results.rows, results.skips, console)
     _print_findings(results, console)
     console.print()
@@ -214,7 +224,7 @@ def _print_summary(results) -> None:
 
 
 def _print_findings(results, console) -> None:
-    from accelbench.terminal import literal
+    from accelbench.terminal import hanging, literal
 
     found = results.findings()
     if not found:
@@ -223,7 +233,7 @@ def _print_findings(results, console) -> None:
     console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
     for finding in found:
         mark = "[yellow]![/]" if finding.severity == "warning" else "•"
-        console.print(f"  {mark} {literal(finding.text)}")
+        console.print(hanging(mark, literal(finding.text)))
 
 
 class _progress:

@@ -32,16 +32,56 @@ def run(args) -> int:
         json.dump([asdict(r) for r in runs], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.table import Table
-
     from accelbench.terminal import console, literal
 
-    table = Table(title=f"[bold]Runs[/] in {literal(path)}", title_justify="left", show_edge=False, pad_edge=False)
-    for column in ("run", "started (UTC)", "status", "host", "results", "skips", "tags"):
-        table.add_column(column, no_wrap=column in ("run", "started (UTC)"))
-    for r in runs:
-        table.add_row(literal(r.id), literal(r.started_at[:19]), literal(r.status), literal(r.hostname),
-                      str(r.result_count), str(r.skip_count),
-                      literal(", ".join(f"{k}={v}" for k, v in r.tags.items())))
-    console().print(table if runs else f"no runs stored in {literal(path)} yet: try `accelbench run`")
+    out = console()
+    if not runs:
+        out.print(f"no runs stored in {literal(path)} yet: try `accelbench run`")
+        return 0
+    wide = _wide_table(runs, path)
+    fits = out.measure(wide, options=out.options.update_width(10_000)).maximum <= out.width
+    out.print(wide if fits else _narrow_table(runs, path))
     return 0
+
+
+def _cells(r) -> dict[str, str]:
+    from accelbench.terminal import literal
+
+    return {"run": literal(r.id), "started": literal(r.started_at[:19].replace("T", " ")), "status": literal(r.status),
+            "host": literal(r.hostname), "workloads": literal(", ".join(r.workloads) or "—"),
+            "tags": literal(", ".join(f"{k}={v}" for k, v in r.tags.items()))}
+
+
+def _table(path, columns: list[tuple[str, bool]]):
+    """A table whose no_wrap columns (ids, times, statuses) are never cut or wrapped."""
+    from rich.table import Table
+
+    from accelbench.terminal import literal
+
+    table = Table(title=f"[bold]Runs[/] in {literal(path)}", title_justify="left", show_edge=False, pad_edge=False)
+    for header, whole in columns:
+        table.add_column(header, no_wrap=whole, min_width=max(map(len, header.split("\n"))) if whole else None,
+                         justify="right" if header.startswith(("results", "skips")) else "left")
+    return table
+
+
+def _wide_table(runs, path):
+    table = _table(path, [("run", True), ("started (UTC)", True), ("status", True), ("host", False),
+                          ("workloads", False), ("results", True), ("skips", True), ("tags", False)])
+    for r in runs:
+        c = _cells(r)
+        table.add_row(c["run"], c["started"], c["status"], c["host"], c["workloads"],
+                      str(r.result_count), str(r.skip_count), c["tags"])
+    return table
+
+
+def _narrow_table(runs, path):
+    """Two lines a run: id over start time, status over host, results over skips."""
+    table = _table(path, [("run\nstarted (UTC)", True), ("status\nhost", False), ("workloads", False),
+                          ("results\nskipped", True), ("tags", False)])
+    table.columns[1].min_width = max(len(r.status) for r in runs)  # "interrupted" stays whole
+    for r in runs:
+        c = _cells(r)
+        table.add_row(f"{c['run']}\n[dim]{c['started'][:16]}[/]", f"{c['status']}\n[dim]{c['host']}[/]",
+                      c["workloads"], f"{r.result_count}\n{r.skip_count}", c["tags"])
+    return table

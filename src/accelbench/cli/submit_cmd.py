@@ -35,6 +35,10 @@ def add_slurm_arguments(parser) -> None:
     from accelbench.cli import validate
 
     slurm = parser.add_argument_group("where the jobs run (Slurm)")
+    slurm.add_argument("--each-node", action="store_true",
+                       help="one job on EVERY node of the chosen --partition / --nodelist / --constraint "
+                            "(all nodes when none is given), each pinned to its node; down or drained "
+                            "nodes are listed as not measured, with Slurm's reason")
     slurm.add_argument("--partition", help="comma-separated partitions: one job per partition (see --jobs-per)")
     slurm.add_argument("--nodelist", help="comma-separated nodes or a hostlist (gpu[01-04]): one job per node")
     slurm.add_argument("--gres", action="append", default=[], metavar="GRES",
@@ -118,6 +122,7 @@ def _settings(args, results_dir: Path):
 
 
 def _targets(args):
+    """(targets, sweep): the jobs to submit; sweep (nodes.Sweep) only under --each-node."""
     from accelbench.cluster.sbatch_values import check_option
     from accelbench.cluster.script import check_target
     from accelbench.cluster.slurm import expand_nodelist
@@ -128,13 +133,21 @@ def _targets(args):
     check_option("--partition", args.partition)
     gres = [check_option("--gres", g) for g in args.gres if g.strip(" ")]
     constraints = [check_option("--constraint", c) for c in args.constraint if c.strip(" ")]
+    if args.each_node:
+        from accelbench.cluster.nodes import choose_nodes, cluster_nodes, plan_sweep
+
+        partitions = split_list(args.partition)
+        chosen = choose_nodes(cluster_nodes(), partitions=partitions, names=expand_nodelist(args.nodelist),
+                              constraints=constraints)
+        sweep = plan_sweep(chosen, partitions=partitions, gres=gres, repeat=args.repeat, max_jobs=args.max_jobs)
+        return [check_target(target) for target in sweep.targets], sweep
     targets = expand_targets(nodes=expand_nodelist(args.nodelist), partitions=split_list(args.partition),
                              gres=gres, constraints=constraints, repeat=args.repeat,
                              jobs_per=parse_jobs_per(args.jobs_per), max_jobs=args.max_jobs)
-    return [check_target(target) for target in targets]
+    return [check_target(target) for target in targets], None
 
 
-def submit_all(settings, targets, submission: str, out=None, dry_run: bool = False) -> list:
+def submit_all(settings, targets, submission: str, out=None, dry_run: bool = False, sweep=None) -> list:
     """Write each target's script, hand it to sbatch, record it in the manifest at once (so a
     job is never lost, even if this process dies half-way); returns the records."""
     out = out or sys.stdout  # looked up per call: callers and tests swap sys.stdout
@@ -159,13 +172,43 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
         record = JobRecord(submission=submission, index=index, target=target,
                            script=str(script.relative_to(settings.results_dir)),
                            submitted_at=utc_now_iso(), command=settings.run_args,
-                           job_id=sent.job_id, rejected=None if sent.job_id else sent.message)
+                           job_id=sent.job_id, rejected=None if sent.job_id else sent.message,
+                           node_info=_node_info(sweep, target.node))
         add_jobs(settings.results_dir, [record])
         records.append(record)
         if sent.job_id:
             print(f"submitted job {sent.job_id}: {target.label()}", file=out, flush=True)
         else:
             print(f"sbatch refused job {index} ({target.label()}): {printable(sent.message)}", file=out, flush=True)
+    if sweep is not None and dry_run:
+        for node in sweep.unmeasured:
+            print(printable(f"# not measured: node {node.name}: {node.why_not_measured()}"), file=out)
+    elif sweep is not None:
+        records += record_unmeasured(settings, sweep, submission, len(targets), out)
+    return records
+
+
+def _node_info(sweep, node: str | None) -> dict[str, str]:
+    known = sweep.node_of.get(node or "") if sweep is not None else None
+    return known.info() if known is not None else {}
+
+
+def record_unmeasured(settings, sweep, submission: str, jobs: int, out) -> list:
+    """The nodes --each-node sent no job to, in the manifest with Slurm's reason, so `gather` and
+    `fleet` name them as not measured."""
+    from accelbench.cluster.manifest import JobRecord, add_jobs
+    from accelbench.cluster.targets import Target
+    from accelbench.store.db import utc_now_iso
+    from accelbench.terminal import printable
+
+    records = [JobRecord(submission=submission, index=jobs + i, target=Target(node=node.name), script="",
+                         submitted_at=utc_now_iso(), command=settings.run_args, node_info=node.info(),
+                         unmeasured=node.why_not_measured())
+               for i, node in enumerate(sweep.unmeasured, start=1)]
+    if records:
+        add_jobs(settings.results_dir, records)
+    for record in records:
+        print(printable(f"not measured: node {record.target.node}: {record.unmeasured}"), file=out, flush=True)
     return records
 
 
@@ -174,21 +217,24 @@ def run(args) -> int:
     from accelbench.store.db import new_run_id
 
     results_dir = _results_dir(args.results_dir)
-    settings, targets = _settings(args, results_dir), _targets(args)
+    settings, (targets, sweep) = _settings(args, results_dir), _targets(args)
     submission = new_run_id()
-    records = submit_all(settings, targets, submission, dry_run=args.dry_run)
+    records = submit_all(settings, targets, submission, dry_run=args.dry_run, sweep=sweep)
     if args.dry_run:
         print(f"dry run: {len(targets)} batch script(s) written to {results_dir / 'scripts'}; nothing submitted")
         return 0
     job_ids = [r.job_id for r in records if r.job_id]
-    refused = len(records) - len(job_ids)
+    unmeasured = sum(1 for r in records if r.unmeasured)
+    refused = len(records) - len(job_ids) - unmeasured
     print(f"submission {submission}: {len(job_ids)} job(s) submitted" +
-          (f", {refused} refused by sbatch" if refused else "") + f"; results folder {results_dir}")
+          (f", {refused} refused by sbatch" if refused else "") +
+          (f", {unmeasured} node(s) not measured (down or drained)" if unmeasured else "") +
+          f"; results folder {results_dir}")
     if not args.wait:
         if job_ids:
             print(f"when they finish: accelbench gather {_shown(results_dir)} --submission {submission}")
         return 1 if refused else 0
-    known, _ = wait_and_report(job_ids, timeout_s=args.timeout, poll_s=args.poll)
+    known, _ = wait_and_report(job_ids, timeout_s=args.timeout, poll_s=args.poll, records=records)
     return gather_and_report(results_dir, args.db, records=records, known=known)
 
 

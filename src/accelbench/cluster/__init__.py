@@ -8,8 +8,11 @@ imports every finished job's export into the local database, tagged with node, j
 partition. Standard library only; Slurm's commands are run as subprocesses.
 
 Modules: states (Slurm job states, squeue/scontrol parsing, what files say once Slurm forgot),
-targets (the job matrix), script (the batch script), manifest (the JSON job list), slurm (sbatch,
-queries, waiting), gather (states + imports into the store).
+targets (the job matrix), nodes (the cluster's nodes: `submit --each-node`'s choice, down and
+drained ones), script (the batch script), manifest (the JSON job list), slurm (sbatch, queries,
+waiting), gather (states + one-transaction imports into the store), outliers (the robust rule
+that finds slow nodes), fleet (`accelbench fleet`: per node type, each node beside its type's
+median) and fleet_html (its page).
 """
 
 DEFAULT_RESULTS_DIR = "accelbench-results"   # the shared folder `submit` writes and `gather` reads

@@ -16,7 +16,7 @@ from accelbench.cluster.manifest import (RESULT_PATTERN, STATUS_PATTERN, STDERR_
                                          STDOUT_PATTERN, JobRecord, OutsideResults, load_manifest,
                                          record_states)
 from accelbench.cluster.slurm import Runner, query, run_command
-from accelbench.cluster.states import (REJECTED, UNKNOWN, JobState, state_from_log,
+from accelbench.cluster.states import (NOT_MEASURED, REJECTED, UNKNOWN, JobState, state_from_log,
                                        state_from_status)
 from accelbench.errors import UsageError
 
@@ -35,9 +35,10 @@ class JobOutcome:
 
     @property
     def status(self) -> str:
-        """'ok' (succeeded, results imported), 'active' (wait), or 'failed'."""
-        if self.state.category == "active":
-            return "active"
+        """'ok' (succeeded, results imported), 'active' (wait), 'failed', or 'unmeasured' (no job:
+        --each-node found the node down or drained)."""
+        if self.state.category in ("active", "unmeasured"):
+            return self.state.category
         ok = self.state.category == "succeeded" and not self.problem and (self.imported or self.present)
         return "ok" if ok else "failed"
 
@@ -91,34 +92,98 @@ def state_from_files(record: JobRecord, results_dir: Path, slurm_asked: bool = T
 
 def _tags(record: JobRecord, state: JobState, status: dict | None) -> dict[str, str]:
     status = status or {}
+    info = record.node_info
     tags = {"job_id": record.job_id or "",
             "node": str(status.get("node") or state.node or record.target.node or ""),
             "partition": str(status.get("partition") or state.partition or record.target.partition or ""),
             "cluster": str(status.get("cluster") or ""),
-            "gres": record.target.gres or "", "constraint": record.target.constraint or ""}
+            "gres": record.target.gres or "", "constraint": record.target.constraint or "",
+            "node_features": info.get("features", ""), "node_gres": info.get("gres", ""),
+            "submission": record.submission}
     return {key: value for key, value in tags.items() if value}
 
 
-def _import(outcome: JobOutcome, results_dir: Path, store) -> None:
-    from accelbench.store.export import import_document, read_json
+@dataclass
+class _Pending:
+    """One job's results file, read and validated, waiting for the batch's single transaction."""
+
+    outcome: JobOutcome
+    run_ids: list[str]
+    rows: list[dict]
+
+
+def _stored_already(document, store) -> list[str] | None:
+    """The run ids of a parsed document when every one is already in the store (gathering again:
+    nothing to validate or build), else None."""
+    runs = document.get("runs") if isinstance(document, dict) else None
+    if not isinstance(runs, list) or not runs:
+        return None
+    ids = [str(run["id"]) for run in runs if isinstance(run, dict) and isinstance(run.get("id"), str)]
+    if len(ids) != len(runs):
+        return None
+    connection = store._connection()  # a read-only look beside the Store's own queries
+    stored = all(connection.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() for run_id in ids)
+    return ids if stored else None
+
+
+def _read_results(outcome: JobOutcome, results_dir: Path, store) -> _Pending | None:
+    """Read and validate a job's results file (nothing is written yet); None when there is none
+    to import, with the problem noted on the outcome."""
+    from accelbench.store.document_schema import validate_document
+    from accelbench.store.import_file import parse_json, read_bytes, run_records, stored_phases
 
     record = outcome.record
     path = record.path(results_dir, RESULT_PATTERN)
     if not path.is_file():
         if outcome.state.category != "active":
             outcome.problem = f"no results file {path}"
-        return
+        return None
     status = _read_status(record.path(results_dir, STATUS_PATTERN))
     try:
-        document = read_json(path)
-        added = import_document(store, document, tags=_tags(record, outcome.state, status), source=str(path))
+        raw = read_bytes(path)
+        document = parse_json(raw, path)
+        present = _stored_already(document, store)
+        if present is not None:
+            outcome.present = present
+            return None
+        try:
+            validate_document(document)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc}") from None
     except UsageError as exc:
         outcome.problem = f"results not imported: {exc}"
-        return
-    outcome.imported = added
-    outcome.present = [run["id"] for run in document["runs"] if run["id"] not in added]
+        return None
     if not document["runs"]:
         outcome.problem = f"{path} holds no runs"
+        return None
+    tags = _tags(record, outcome.state, status)
+    rows = list(run_records(document["runs"], tags, stored_phases(raw, document)))
+    return _Pending(outcome, [run["id"] for run in document["runs"]], rows)
+
+
+def _import_all(pending: list[_Pending], store) -> None:
+    """Every job's runs into the database in ONE transaction (hundreds of nodes: one commit, not
+    hundreds); a run id already stored, or met twice, counts as present. Should the batch's data
+    be refused (validation let through something the database will not take), each job's runs
+    are stored on their own, so one bad file costs only its job; a database that cannot be
+    written at all (full, locked) stops the gather as before."""
+    import sqlite3
+
+    refused = (ValueError, sqlite3.IntegrityError)
+    try:
+        added = set(store.restore_runs(row for item in pending for row in item.rows))
+    except refused:
+        added = set()
+        for item in pending:
+            try:
+                added.update(store.restore_runs(item.rows))
+            except refused as exc:
+                item.outcome.problem = f"results not imported: the database refused them: {exc}"
+                item.run_ids = []
+    for item in pending:
+        item.outcome.imported = [run_id for run_id in item.run_ids if run_id in added]
+        added.difference_update(item.outcome.imported)  # a run in two files is new only once
+        item.outcome.present = [run_id for run_id in item.run_ids if run_id not in item.outcome.imported]
 
 
 def _log_tail(record: JobRecord, results_dir: Path) -> list[str]:
@@ -129,21 +194,41 @@ def _log_tail(record: JobRecord, results_dir: Path) -> list[str]:
     return tail or ["(no log lines: the job left no output here)"]
 
 
-def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobState], store,
-                slurm_asked: bool = True) -> JobOutcome:
+def _outcome(record: JobRecord, results_dir: Path, known: Mapping[str, JobState], store,
+             slurm_asked: bool) -> tuple[JobOutcome, _Pending | None]:
+    if record.job_id is None and record.unmeasured:
+        state = JobState("", NOT_MEASURED, "scontrol", reason=record.unmeasured,
+                         node=record.target.node or "")
+        return JobOutcome(record, state), None
     if record.job_id is None:
         state = JobState("", REJECTED, "sbatch", reason=record.rejected or "refused by sbatch")
-        return JobOutcome(record, state, problem=state.reason)
+        return JobOutcome(record, state, problem=state.reason), None
     try:
         state = known.get(record.job_id) or state_from_files(record, results_dir, slurm_asked)
         outcome = JobOutcome(record, state)
-        _import(outcome, results_dir, store)
-        if outcome.status == "failed":
-            outcome.log_tail = _log_tail(record, results_dir)
+        return outcome, _read_results(outcome, results_dir, store)
     except OutsideResults as exc:  # one planted symlink costs that job, not the whole gather
         state = known.get(record.job_id) or JobState(record.job_id, UNKNOWN, "files", reason=str(exc))
-        return JobOutcome(record, state, problem=f"refused: {exc}")
-    return outcome
+        return JobOutcome(record, state, problem=f"refused: {exc}"), None
+
+
+def outcomes_for(records: list[JobRecord], results_dir: Path, known: Mapping[str, JobState], store,
+                 slurm_asked: bool = True) -> list[JobOutcome]:
+    """Each record's outcome, its results imported (all files in one transaction)."""
+    from accelbench.bulk import frozen_heap
+
+    with frozen_heap(collect=False):  # parsing and row building make many objects and no cycles
+        pairs = [_outcome(r, results_dir, known, store, slurm_asked) for r in records]
+        _import_all([item for _, item in pairs if item is not None], store)
+    for outcome, _ in pairs:
+        if outcome.status == "failed" and outcome.record.job_id and not outcome.problem.startswith("refused:"):
+            outcome.log_tail = _log_tail(outcome.record, results_dir)
+    return [outcome for outcome, _ in pairs]
+
+
+def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobState], store,
+                slurm_asked: bool = True) -> JobOutcome:
+    return outcomes_for([record], results_dir, known, store, slurm_asked)[0]
 
 
 @dataclass
@@ -189,5 +274,5 @@ def gather(results_dir: str | Path, store, runner: Runner = run_command,
             record_states(folder, known)
         except (UsageError, OSError):
             pass  # a read-only copy of the folder: gathering works, only the memory of states is lost
-    outcomes = [outcome_for(r, folder, known, store, slurm_asked=not slurm_error) for r in records]
+    outcomes = outcomes_for(records, folder, known, store, slurm_asked=not slurm_error)
     return GatherReport(outcomes, slurm_error)

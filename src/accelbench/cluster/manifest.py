@@ -75,6 +75,8 @@ class JobRecord:
     job_id: str | None = None        # None when sbatch refused the job
     rejected: str | None = None      # sbatch's message then
     last_state: dict[str, str] = field(default_factory=dict)  # last JobState seen, for after Slurm forgets
+    node_info: dict[str, str] = field(default_factory=dict)   # --each-node: the node's features, gres, state
+    unmeasured: str | None = None    # --each-node: why no job was sent to this node (down, drained: Slurm's reason)
 
     def path(self, results_dir: Path, pattern: str) -> Path:
         """A file of this job in the results folder; refused (UsageError) anywhere else."""
@@ -89,7 +91,8 @@ class JobRecord:
         return {"submission": self.submission, "index": self.index, "job_id": self.job_id,
                 "target": self.target.to_dict(), "script": self.script,
                 "submitted_at": self.submitted_at, "command": list(self.command),
-                "rejected": self.rejected, "last_state": dict(self.last_state)}
+                "rejected": self.rejected, "last_state": dict(self.last_state),
+                "node_info": dict(self.node_info), "unmeasured": self.unmeasured}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> "JobRecord":
@@ -103,7 +106,9 @@ class JobRecord:
                        command=tuple(str(a) for a in data.get("command") or ()),
                        job_id=None if job_id is None else str(job_id),
                        rejected=None if data.get("rejected") is None else str(data["rejected"]),
-                       last_state={str(k): str(v) for k, v in (data.get("last_state") or {}).items()})
+                       last_state={str(k): str(v) for k, v in (data.get("last_state") or {}).items()},
+                       node_info={str(k): str(v) for k, v in (data.get("node_info") or {}).items()},
+                       unmeasured=None if data.get("unmeasured") is None else str(data["unmeasured"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: not a job record ({exc!r}); accepted: a manifest written "
                              f"by `accelbench submit`") from None

@@ -114,6 +114,7 @@ def query(job_ids: Iterable[str], runner: Runner = run_command) -> dict[str, Job
 
 def wait(job_ids: Iterable[str], *, timeout_s: float, poll_s: float = 5.0,
          runner: Runner = run_command, on_change: Callable[[JobState], None] | None = None,
+         on_poll: Callable[[dict[str, JobState], set[str]], None] | None = None,
          clock: Callable[[], float] = time.monotonic,
          sleep: Callable[[float], None] = time.sleep) -> tuple[dict[str, JobState], bool]:
     """Poll until every job has ended or left Slurm's memory, or `timeout_s` has passed.
@@ -131,6 +132,8 @@ def wait(job_ids: Iterable[str], *, timeout_s: float, poll_s: float = 5.0,
                 on_change(state)
             seen[job_id] = state
         pending = [j for j in pending if j in states and not states[j].terminal]
+        if on_poll:
+            on_poll(seen, set(pending))
         if not pending:
             return seen, True
         left_s = deadline - clock()

@@ -19,6 +19,8 @@ FAILED_STATES = frozenset({
     "PREEMPTED", "SPECIAL_EXIT", "REVOKED"})
 # ours: sbatch refused the job; nobody (Slurm, files) can say what happened to it
 REJECTED, UNKNOWN = "REJECTED", "UNKNOWN"
+# ours: `submit --each-node` sent no job to this node (down, drained, ...: Slurm's reason is kept)
+NOT_MEASURED = "NOT_MEASURED"
 
 # squeue's compact codes (%t), in case a site's squeue format or an old log shows them
 SHORT_CODES = {
@@ -39,8 +41,11 @@ def normalize_state(text: str) -> str:
 
 
 def category(state: str) -> str:
-    """'active' (wait more), 'succeeded', or 'failed'; an unheard-of name counts as active, so a
-    new Slurm state costs a bounded wait instead of a job wrongly reported as failed."""
+    """'active' (wait more), 'succeeded', 'failed', or 'unmeasured' (no job: the node was unusable);
+    an unheard-of name counts as active, so a new Slurm state costs a bounded wait instead of a job
+    wrongly reported as failed."""
+    if state == NOT_MEASURED:
+        return "unmeasured"
     if state in SUCCEEDED_STATES:
         return "succeeded"
     if state in FAILED_STATES or state in (REJECTED, UNKNOWN):

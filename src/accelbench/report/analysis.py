@@ -7,7 +7,7 @@ Speed-ups come from interleaved paired rounds where the run measured them (runne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
@@ -38,22 +38,6 @@ class Row:
     @property
     def spec(self):
         return self.measurement.spec
-
-    def to_dict(self) -> dict[str, Any]:
-        def ratio(r):
-            return None if r is None else r.to_dict()
-        s = self.summary
-        return {
-            **self.measurement.to_dict(),
-            "summary": {"median_s": s.median_s, "iqr_s": s.iqr_s, "min_s": s.min_s, "mean_s": s.mean_s,
-                        "stdev_s": s.stdev_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s, "n": s.n},
-            "rate": self.rate, "rate_unit": self.rate_unit, "peak_metric": self.metric,
-            "fraction_of_measured_peak": self.of_measured, "fraction_of_datasheet_peak": self.of_datasheet,
-            "datasheet_provenance": self.datasheet_provenance,
-            "speedup_vs_cpu_all_cores": ratio(self.speedup_all), "speedup_vs_cpu_one_thread": ratio(self.speedup_one),
-            "speedup_end_to_end_vs_cpu_all_cores": ratio(self.speedup_end_to_end),
-            "time_vs_float32": ratio(self.vs_float32),
-        }
 
 
 def rate_of(m: Measurement, median_s: float) -> tuple[float | None, str]:

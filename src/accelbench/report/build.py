@@ -42,8 +42,9 @@ def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
     for run, figures, run_found in zip(runs, drawn, found):
         names = {}
         for figure in figures:
-            if figure.png is None:  # not figure.present
-                files.missing.append(f"{run.run_id}: {figure.note}")
+            if figure.png is None:  # not figure.present; no note: a workload not measured, left out
+                if figure.note:
+                    files.missing.append(f"{run.run_id}: {figure.note}")
                 continue
             # one run: plain names; several: the run id keeps them apart
             name = f"{figure.name}.png" if len(runs) == 1 else f"{run.run_id}-{figure.name}.png"

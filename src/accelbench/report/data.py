@@ -28,6 +28,7 @@ class RunData:
     skips: list[Skip]
     devices: dict[str, Device] = field(default_factory=dict)
     rows: list[Row] = field(default_factory=list)
+    colours: dict[str, str] = field(default_factory=dict)  # series label -> colour, one mapping per report
 
     @property
     def usable_cpus(self) -> int | None:

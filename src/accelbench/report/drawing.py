@@ -45,6 +45,9 @@ def _draw(run_index: int, builder_index: int) -> FigureResult:
 
 def draw_all(runs: list[RunData], meanwhile: Callable[[], None] = lambda: None) -> list[list[FigureResult]]:
     """Every run's figures, in make_figures' order; `meanwhile` runs here while workers draw."""
+    from accelbench.report.palette import assign_colours
+
+    assign_colours(runs)  # one colour per series across every figure and run of the report
     workers = min(usable_cores(), MAX_WORKERS)
     results = sum(len(run.measurements) for run in runs)
     if workers < 2 or results < PARALLEL_FROM_RESULTS or not fork_is_safe():

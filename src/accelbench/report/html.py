@@ -17,7 +17,9 @@ from typing import Any, Iterable
 from accelbench._version import __version__
 from accelbench.report.advice import Finding
 from accelbench.report.data import RunData, series_label, transfer_share
+from accelbench.report.energy_html import energy_html
 from accelbench.report.figures import FigureResult
+from accelbench.report.headline import headline_for_run, headline_html
 from accelbench.report.unreached import unreached_html
 from accelbench.report.analysis import Row
 from accelbench.units import format_bytes, format_seconds, format_si
@@ -37,7 +39,10 @@ ul.findings li.warning{border-color:#d95f02;background:#fff4ec}
 .kind{font-weight:600;margin-right:.4rem}figure{margin:1.2rem 0}figure img{max-width:100%;border:1px solid #d0d7e2}
 figcaption{color:#56606e;font-size:.9rem}
 .missing{color:#8a4b08;background:#fff8e6;padding:.4rem .7rem;border-left:5px solid #e0a800}
+td small{font-size:.76rem;color:#56606e}.nw{white-space:nowrap}.fig{display:inline-block;min-width:10rem}th{font-size:.8rem}
 .failed{color:#b00020}.noisy{color:#8a5a00}.valid{color:#1b7a3a}.small{font-size:.8rem;color:#56606e}
+.headline{border:2px solid #4c72b0;border-radius:6px;padding:.2rem 1rem .6rem;margin:1rem 0;background:#f8fafd}
+.headline h3{margin-top:.6rem}ul.headline-devices li{margin:.35rem 0}
 """
 
 
@@ -50,7 +55,7 @@ def data_uri(png: bytes) -> str:
 
 
 def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int] | None = None,
-           notes: Iterable[str] | None = None) -> str:
+           notes: Iterable[str] | None = None, css: str = "") -> str:
     """Cells are already-escaped HTML; headers are fixed text. A non-empty note (escaped HTML)
     becomes a full-width line under its row: long warnings must not stretch the columns."""
     numeric = numeric or set()
@@ -62,7 +67,8 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[i
                                      for i, c in enumerate(cells)) + "</tr>")
         if note:
             body.append(f'<tr class="note"><td colspan="{len(headers)}">{note}</td></tr>')
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    opening = f'<table class="{esc(css)}">' if css else "<table>"
+    return f'<div class="scroll">{opening}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 # -- pieces ------------------------------------------------------------------------------------
@@ -76,6 +82,8 @@ def findings_html(found: list[Finding]) -> str:
 
 
 def figure_html(figure: FigureResult, file_name: str | None, run_id: str = "") -> str:
+    if figure.png is None and figure.note is None:  # a workload the run did not measure: nothing to say
+        return ""
     if figure.png is None:  # not figure.present
         return f'<h3>{esc(figure.title)}</h3><p class="missing">No figure: {esc(figure.note)}.</p>'
     saved = f' Also saved as <code>{esc(file_name)}</code>.' if file_name else ""
@@ -85,19 +93,27 @@ def figure_html(figure: FigureResult, file_name: str | None, run_id: str = "") -
 
 
 def _ci_text(row: Row) -> str:
+    """The median over its interval, IQR and sample count (two lines: the column stays narrow)."""
     s = row.summary
     if not (math.isfinite(s.ci_low_s) and math.isfinite(s.ci_high_s)):
-        return f"{format_seconds(s.median_s)} (no CI, n={s.n})"
-    return f"{format_seconds(s.median_s)} [{format_seconds(s.ci_low_s)}–{format_seconds(s.ci_high_s)}]"
+        interval = f"no CI, n={s.n}"
+    else:
+        interval = f"[{format_seconds(s.ci_low_s)}–{format_seconds(s.ci_high_s)}]"
+    return (f"{esc(format_seconds(s.median_s))}<br><small>{esc(interval)}<br>"
+            f"IQR {esc(format_seconds(s.iqr_s))} · n={s.n}</small>")
 
 
 def _ratio_text(ratio, role: str | None, wanted_role: str) -> str:
+    """'3.10× faster' over '[2.90–3.30] · 8 pairs' (escaped HTML)."""
+    from accelbench.report.summary import ratio_number
+
     if role == wanted_role:
         return "baseline"
     if ratio is None:
         return "—"
-    basis = f" ({ratio.basis()})" if hasattr(ratio, "basis") else ""
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}] {ratio.verdict()}{basis}"
+    basis = f" · {ratio.basis()}" if hasattr(ratio, "basis") else ""
+    return (f"{ratio_number(ratio.ratio)}× {esc(ratio.verdict())}<br>"
+            f"<small>[{ratio_number(ratio.low)}–{ratio_number(ratio.high)}]{esc(basis)}</small>")
 
 
 def _pct(value: float | None) -> str:
@@ -119,22 +135,28 @@ def headline_extras(extra: dict, median_s: float | None, limit: int) -> str:
     return shown(extra, limit=limit, median_s=median_s)
 
 
-def _result_cells(row: Row) -> list[str]:
+def _result_cells(row: Row, with_extras: bool) -> list[str]:
     m = row.measurement
     check = m.check
     verdict = "passed" if check.passed else f'<span class="failed">failed: {esc(check.detail)}</span>'
     share = transfer_share(row)
     rate = format_si(row.rate, row.rate_unit) if row.rate and m.valid else "—"
-    return [_verdict_cell(m), esc(series_label(row.spec)), esc(_params(row.spec)), esc(_ci_text(row)),
-            f"{esc(format_seconds(row.summary.iqr_s))} · {row.summary.n}", esc(rate),
-            f"{_pct(row.of_measured)} / {_pct(row.of_datasheet)}"
-            + (f" ({esc(row.datasheet_provenance)})" if row.datasheet_provenance else ""),
-            esc(_ratio_text(row.speedup_all, row.baseline_role, "cpu_all_cores")),
-            esc(_ratio_text(row.speedup_one, row.baseline_role, "cpu_one_thread")),
-            esc(_ratio_text(row.speedup_end_to_end, None, "")), _pct(share),
-            f"{check.max_rel_error:.1e} / {check.tolerance:.1e} {verdict}",
-            esc(format_seconds(m.first_call_s)),
-            esc(headline_extras(m.extra, median_s=row.summary.median_s, limit=6))]
+    cells = [_verdict_cell(m), f'<span class="nw">{esc(series_label(row.spec))}</span><br><small>{esc(_params(row.spec))}</small>',
+             _ci_text(row), esc(rate),
+             f"{_pct(row.of_measured)} / {_pct(row.of_datasheet)}"
+             + (f"<br><small>{esc(row.datasheet_provenance)}</small>" if row.datasheet_provenance else ""),
+             _ratio_text(row.speedup_all, row.baseline_role, "cpu_all_cores"),
+             _ratio_text(row.speedup_one, row.baseline_role, "cpu_one_thread"),
+             _ratio_text(row.speedup_end_to_end, None, ""), _pct(share),
+             f"{check.max_rel_error:.1e} / {check.tolerance:.1e}<br>{verdict}",
+             esc(format_seconds(m.first_call_s))]
+    if with_extras:
+        cells.append(f'<span class="fig">{esc(_extras(row)).replace("; ", "<br>") or "—"}</span>')
+    return cells
+
+
+def _extras(row: Row) -> str:
+    return headline_extras(row.measurement.extra, median_s=row.summary.median_s, limit=6)
 
 
 def _verdict_cell(m) -> str:
@@ -151,10 +173,14 @@ def _warnings_note(row: Row) -> str:
     return " — ".join(parts)
 
 
-RESULT_HEADERS = ("verdict", "where", "parameters", "median [95% CI]", "IQR · samples", "rate",
+RESULT_HEADERS = ("verdict", "where · parameters", "median [95% CI]", "rate",
                   "% of peak: measured / datasheet", "× vs CPU all cores [95% CI]", "× vs CPU 1 thread",
                   "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
-                  "check: rel. error / tolerance", "first call", "workload figures")
+                  "check: rel. error / tolerance", "first call")
+EXTRAS_HEADER = "workload figures"
+OPTIONAL_HEADERS = frozenset({"× vs CPU 1 thread", "× end-to-end vs CPU all cores", "transfers' share of end-to-end",
+                              EXTRAS_HEADER})
+NUMERIC_HEADERS = frozenset(RESULT_HEADERS[2:9] + ("first call",))
 
 
 def results_html(rows: list[Row]) -> str:
@@ -165,9 +191,16 @@ def results_html(rows: list[Row]) -> str:
         return '<p class="missing">No results stored for this run.</p>'
     parts = []
     for workload, items in by_workload.items():
+        with_extras = any(_extras(r) for r in items)
+        headers = RESULT_HEADERS + (EXTRAS_HEADER,) * with_extras
+        cells = [_result_cells(r, with_extras) for r in items]
+        # a column with nothing to say for this workload (no transfers, no own figures) is left out
+        kept = [i for i, header in enumerate(headers)
+                if header not in OPTIONAL_HEADERS or any(row[i] not in ("—", "") for row in cells)]
         parts.append(f"<h3>{esc(workload)}</h3>")
-        parts.append(_table(RESULT_HEADERS, [_result_cells(r) for r in items], numeric={3, 4, 5, 10, 12},
-                            notes=[_warnings_note(r) for r in items]))
+        parts.append(_table([headers[i] for i in kept], [[row[i] for i in kept] for row in cells],
+                            numeric={n for n, i in enumerate(kept) if headers[i] in NUMERIC_HEADERS},
+                            notes=[_warnings_note(r) for r in items], css="results"))
     parts.append('<p class="small">Speed-up = CPU time / this time: the median of the ratios of N interleaved '
                  "paired rounds (A B B A …, load that comes and goes cancels) with its 95% order-statistic interval; "
                  "marked unpaired where pairing did not run (an imported run, blocks too long for the budget), then "
@@ -235,10 +268,11 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
     return (f'<section id="run-{esc(run.run_id)}"><h2>Run {esc(run.run_id)}</h2>'
             f'<p class="meta">{esc(run.machine.get("hostname", ""))} · started {esc(run.info.started_at[:19])} UTC · '
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
-            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}{unreached_html(run)}'
-            f"<h3>Findings</h3>{findings_html(found)}"
+            f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
+            + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
+            + f"<h3>Findings</h3>{findings_html(found)}"
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
-            + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof)
+            + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof) + energy_html(run)
             + "<h2>Skipped combinations</h2>" + skips_html(run)
             + "<h2>Machine and software</h2>" + machine_html(run) + "</section>")
 

@@ -8,15 +8,29 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelbench.report.data import RunData, matmul_series, series_label, size_of, valid_rows
-from accelbench.report.figure_base import OUTSIDE_RIGHT, FigureResult, new_figure, to_png
+from accelbench.devices.model import Device
+from accelbench.report.data import RunData, matmul_series, series_label, valid_rows
+from accelbench.report.figure_base import (OUTSIDE_RIGHT, FigureResult, finish, from_zero, keep_bars_narrow, log_axis,
+                                           measured, new_figure, size)
 from accelbench.report.analysis import DTYPE_METRIC, Row
 from accelbench.units import format_si
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+Point = dict[str, Any]
+
 DTYPE_COLOURS = {"float64": "#4c72b0", "float32": "#55a868", "bfloat16": "#c44e52", "float16": "#8172b2"}
 WORKLOAD_MARKERS = {"matmul": "o", "stream": "s", "reduce": "v", "elementwise": "D"}
+OTHER_MARKERS = ("P", "X", "*", "h", "p", "<", ">", "^", "8", "d")  # the rest, in name order
+
+
+def workload_markers(workloads: set[str]) -> dict[str, str]:
+    """A distinct marker per workload of a panel: the four classics fixed, the rest in turn."""
+    others = sorted(workloads - set(WORKLOAD_MARKERS))
+    return {**WORKLOAD_MARKERS, **{w: OTHER_MARKERS[i % len(OTHER_MARKERS)] for i, w in enumerate(others)}}
 DTYPE_ORDER = ("float64", "float32", "bfloat16", "float16")
 
 
@@ -25,7 +39,7 @@ def _flop_rate(row: Row) -> float | None:
     return row.measurement.work.flops / median_s if median_s > 0 and row.measurement.work.flops else None
 
 
-def device_ceilings(rows: list[Row], device_id: str, device) -> dict[str, Any]:
+def device_ceilings(rows: list[Row], device_id: str, device: Device | None) -> dict[str, Any]:
     """Measured compute per dtype and bandwidth, and the datasheet/formula figures, for one device."""
     from accelbench.report.advice import bandwidth_ceiling
 
@@ -63,7 +77,7 @@ def attainable(ceilings: dict[str, Any], dtype: str, intensity: float) -> float 
     return min(limits) if limits else None
 
 
-def _points(rows: list[Row], device_id: str, ceilings) -> list[dict[str, Any]]:
+def _points(rows: list[Row], device_id: str, ceilings: dict[str, Any]) -> list[Point]:
     points = []
     for row in valid_rows(rows):
         work, rate = row.measurement.work, _flop_rate(row)
@@ -78,7 +92,7 @@ def _points(rows: list[Row], device_id: str, ceilings) -> list[dict[str, Any]]:
     return points
 
 
-def _draw_roofs(ax, ceilings, x_lo: float, x_hi: float) -> None:
+def _draw_roofs(ax: Axes, ceilings: dict[str, Any], x_lo: float, x_hi: float) -> None:
     import numpy as np
 
     xs = np.geomspace(x_lo, x_hi, 200)
@@ -98,7 +112,7 @@ def _draw_roofs(ax, ceilings, x_lo: float, x_hi: float) -> None:
                 label=f"bandwidth {figure.provenance} {format_si(figure.value, 'B/s')}")
 
 
-def _y_range(ceilings, points) -> tuple[float, float]:
+def _y_range(ceilings: dict[str, Any], points: list[Point]) -> tuple[float, float]:
     """Every point and ceiling in view, and at least two decades, so log ticks are labelled."""
     values = [p["flop_per_s"] for p in points] + list(ceilings["compute"].values())
     values += [f.value for f in ceilings["sheet"].values()]
@@ -112,40 +126,39 @@ def _at_least_two_decades(low: float, high: float) -> tuple[float, float]:
     return low, high
 
 
-def _draw_roofline(ax, device_id: str, device, ceilings, points) -> None:
+def _draw_roofline(ax: Axes, device_id: str, device: Device | None, ceilings: dict[str, Any],
+                   points: list[Point], markers: dict[str, str]) -> None:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     xs = [p["intensity"] for p in points]
     x_lo, x_hi = _at_least_two_decades(min(xs) / 4, max(xs) * 4)
     _draw_roofs(ax, ceilings, x_lo, x_hi)
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Point]] = defaultdict(list)
     for p in points:  # one scatter per marker and colour: thousands of points stay cheap to draw
         groups[(p["workload"], p["dtype"])].append(p)
     for (workload, dtype), items in sorted(groups.items()):
         ax.scatter([p["intensity"] for p in items], [p["flop_per_s"] for p in items],
-                   marker=WORKLOAD_MARKERS.get(workload, "x"), color=DTYPE_COLOURS.get(dtype, "grey"),
+                   marker=markers[workload], color=DTYPE_COLOURS.get(dtype, "grey"),
                    edgecolor="black", linewidth=0.5, zorder=3)
     for p in _best_points(points):  # one label per workload and dtype keeps the chart legible
         ax.annotate(f"{p['fraction']:.0%}", (p["intensity"], p["flop_per_s"]), xytext=(5, -3),
                     textcoords="offset points", fontsize="small")
     for workload in sorted({p["workload"] for p in points}):
-        ax.scatter([], [], marker=WORKLOAD_MARKERS.get(workload, "x"), color="white", edgecolor="black", label=workload)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+        ax.scatter([], [], marker=markers[workload], color="white", edgecolor="black", label=workload)
+    log_axis(ax, "x", "arithmetic intensity (FLOP/byte)")
+    log_axis(ax, "y", "performance (FLOP/s)")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(*_y_range(ceilings, points))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_si(v, "FLOP/s")))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("performance (FLOP/s)")
     name = getattr(device, "name", device_id)
     ax.set_title(f"{device_id}: {name}")
-    ax.legend(fontsize="x-small", loc="lower right", ncol=2)
+    ax.legend(fontsize="x-small", **OUTSIDE_RIGHT)  # beside the axes: it can never cover a point
 
 
-def _best_points(points: list[dict]) -> list[dict]:
-    best: dict[tuple, dict] = {}
+def _best_points(points: list[Point]) -> list[Point]:
+    best: dict[tuple[str, str], Point] = {}
     for p in points:
         key = (p["workload"], p["dtype"])
         if p["fraction"] is not None and (key not in best or p["flop_per_s"] > best[key]["flop_per_s"]):
@@ -167,20 +180,21 @@ def roofline(run: RunData) -> FigureResult:
         return result
     fig, axes = new_figure(len(panels), height_in=4.6)
     facts = {}
+    markers = workload_markers({p["workload"] for *_, points in panels for p in points})  # the same in every panel
     for ax, (device_id, device, ceilings, points) in zip(axes, panels):
-        _draw_roofline(ax, device_id, device, ceilings, points)
+        _draw_roofline(ax, device_id, device, ceilings, points, markers)
         facts[device_id] = {"ceilings_flop_per_s": dict(ceilings["compute"]),
                             "bandwidth_b_per_s": ceilings["bandwidth"],
                             "points": [{k: v for k, v in p.items() if k != "row"} for p in points]}
     omitted = sum(1 for r in valid_rows(run.rows) if not r.measurement.work.flops)
-    result.png, result.facts = to_png(fig), facts
+    result.facts.update(facts)
     result.caption = ("Solid: measured ceilings (best matmul per dtype; slope: best stream bandwidth). "
                       "Dashed: datasheet or formula. Each point is a verified result at its FLOP per byte "
                       "moved; the best of each workload and dtype is labelled with its share of the "
                       "attainable measured ceiling min(compute, bandwidth × intensity), every point's "
                       "share is in the table below. Results with no arithmetic (copies) cannot be "
                       f"placed: {omitted} omitted.")
-    return result
+    return finish(result, fig)
 
 
 # -- (5) float64 / float32 / bfloat16 -------------------------------------------------------------
@@ -191,8 +205,8 @@ def _precision_groups(rows: list[Row]) -> dict[str, tuple[float, dict[str, Row]]
     for dtype, series in matmul_series(rows).items():
         for label, items in series.items():
             for row in items:
-                by[label][size_of(row.spec)][dtype] = row
-    groups = {}
+                by[label][size(row)][dtype] = row
+    groups: dict[str, tuple[float, dict[str, Row]]] = {}
     for label, by_size in by.items():
         shared = [n for n, dtypes in by_size.items() if len(dtypes) >= 2]
         if shared:
@@ -202,6 +216,8 @@ def _precision_groups(rows: list[Row]) -> dict[str, tuple[float, dict[str, Row]]
 
 def precision_speed(run: RunData) -> FigureResult:
     result = FigureResult("precision", "Matmul speed by precision on each device and backend")
+    if not measured(run, "matmul"):
+        return result  # matmul not run: left out
     groups = _precision_groups(run.rows)
     if not groups:
         result.note = ("no data for a precision comparison: no device ran matmul in two or more dtypes "
@@ -211,16 +227,18 @@ def precision_speed(run: RunData) -> FigureResult:
     ax = axes[0]
     dtypes = [d for d in DTYPE_ORDER if any(d in g[1] for g in groups.values())]
     width = 0.8 / len(dtypes)
-    facts, labelled = {}, set()
+    facts: dict[str, Any] = {}
+    labelled: set[str] = set()
     for x, (label, (n, by_dtype)) in enumerate(sorted(groups.items())):
         base = _flop_rate(by_dtype["float32"]) if "float32" in by_dtype else None
-        facts[label] = {"n": n, "rates_flop_per_s": {}}
+        rates: dict[str, float] = {}
+        facts[label] = {"n": n, "rates_flop_per_s": rates}
         for i, dtype in enumerate(dtypes):
             row = by_dtype.get(dtype)
-            if row is None:
+            rate = _flop_rate(row) if row is not None else None
+            if row is None or rate is None:
                 continue
-            rate = _flop_rate(row)
-            facts[label]["rates_flop_per_s"][dtype] = rate
+            rates[dtype] = rate
             xpos = x - 0.4 + width * (i + 0.5)
             ax.bar(xpos, rate / 1e9, width, color=DTYPE_COLOURS[dtype], capsize=3,
                    yerr=[[_rate_err(row, "low")], [_rate_err(row, "high")]],
@@ -231,13 +249,15 @@ def precision_speed(run: RunData) -> FigureResult:
                             ha="center", fontsize="x-small")
     ax.set_xticks(range(len(groups)), [f"{label}\nn = {n:,.0f}" for label, (n, _) in sorted(groups.items())],
                   fontsize="small")
-    ax.set_ylabel("matmul rate (GFLOP/s)")
+    keep_bars_narrow(ax, len(groups))
+    from_zero(ax, "matmul rate (GFLOP/s)")
     ax.set_xlabel("device and backend, at the largest order measured in several dtypes")
     ax.set_title("median rate with 95% CI; labels: speed relative to float32")
     ax.legend(fontsize="small", **OUTSIDE_RIGHT)  # beside the bars: never over one, and cheap to place
-    result.png, result.facts = to_png(fig), facts
-    result.caption = "Higher is faster. The check errors of each precision are in the findings and the tables."
-    return result
+    result.facts.update(facts)
+    result.caption = ("Higher is faster; bars start at zero. The check errors of each precision are in the "
+                      "accuracy figure, the findings and the tables.")
+    return finish(result, fig)
 
 
 def _rate_err(row: Row, side: str) -> float:

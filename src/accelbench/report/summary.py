@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from accelbench.results import Skip
+from accelbench.terminal import hanging
 from accelbench.report.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
@@ -62,49 +63,151 @@ def spec_label(spec) -> str:
     """"matmul numpy@cpu (2 threads) dtype=float32 n=2000": the way the run tables name a spec."""
     return " ".join(p for p in (spec.workload, where(spec), params_text(spec)) if p)
 
-def speedup_text(ratio: stats.RatioCI | None) -> str:
-    """'3.20× [3.00–3.40] faster (16 pairs)': the basis says whether it comes from paired rounds."""
+def ratio_number(value: float) -> str:
+    """Two or three significant figures: 0.95, 3.10, 31.0, 310."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "∞" if value > 0 else "—"
+    if abs(value) < 1:
+        return f"{value:#.2g}"  # 0.95, 0.20, 0.0041: a tiny ratio is not 0.00
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def _unpaired(ratio) -> bool:
+    return getattr(ratio, "paired", True) is False
+
+
+def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False, basis: bool = True) -> str:
+    """'3.20× [3.00–3.40] faster (16 pairs)'; stacked (narrow tables): '3.20× faster' over
+    '[3.00–3.40]', the pair count left to the legend and '†' marking an unpaired ratio."""
     if ratio is None:
         return "—"
     verdict = ratio.verdict()
     word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same"}.get(verdict, "")
-    basis = getattr(ratio, "basis", None)
-    shown = f" [dim]({basis()})[/]" if basis else ""
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{word}{shown}"
+    interval = f"[{ratio_number(ratio.low)}–{ratio_number(ratio.high)}]"
+    if stacked:
+        return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)}{word}\n{escape(interval)}"
+    if not basis:  # the pair count is in the legend
+        return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)} {escape(interval)}{word}"
+    described = getattr(ratio, "basis", None)
+    shown = f" [dim]({described()})[/]" if described else ""
+    return f"{ratio_number(ratio.ratio)}× {escape(interval)}{word}{shown}"
 
 
 def _percent(value: float | None) -> str:
     return f"{value:.0%}" if value is not None else "—"
 
 
-def workload_table(workload: str, rows: list[Row]) -> Table:
-    table = Table(title=f"[bold]{workload}[/]", title_justify="left", show_edge=False, pad_edge=False)
+def _peak_text(row: Row, stacked: bool) -> str:
+    shares = f"{_percent(row.of_measured)} / {_percent(row.of_datasheet)}"
+    if row.datasheet_provenance != "formula":
+        return shares
+    return shares + ("*" if stacked else " (formula)")
+
+
+def _baseline_or(row: Row, role: str, ratio, stacked: bool, basis: bool = True) -> str:
+    return "baseline" if row.baseline_role == role else speedup_text(ratio, stacked, basis)
+
+
+def _table(title: str, columns: list[tuple[str, JustifyMethod]], **options) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, **options)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, overflow="fold")
+    return table
+
+
+def workload_table(workload: str, rows: list[Row], basis: bool = True) -> Table:
+    """Every figure of a result on one line: for a terminal wide enough to show it whole (without
+    `basis`, the pair count of each speed-up is left to the legend)."""
     columns: list[tuple[str, JustifyMethod]] = [("where", "left"), ("parameters", "left"), ("median ± 95% CI", "right"), ("rate", "right"),
-               ("% of peak: measured / datasheet", "right"), ("× vs CPU all cores", "right")]
+               ("% of peak\nmeasured / datasheet", "right"), ("× vs CPU all cores", "right")]
     with_one = any(r.speedup_one for r in rows)
     with_e2e = any(r.speedup_end_to_end for r in rows)
     if with_one:
         columns.append(("× vs 1 core", "right"))
     if with_e2e:
-        columns.append(("× end-to-end vs all cores", "right"))
+        columns.append(("× end-to-end\nvs all cores", "right"))
     with_extra = any(headline_extras(r.measurement.extra, median_s=r.summary.median_s) for r in rows)
     columns += [("workload figures", "left")] * with_extra
-    for header, justify in columns:
-        table.add_column(header, justify=justify, overflow="fold")
+    table = _table(f"[bold]{escape(workload)}[/]", columns)
     for row in rows:
         m, s = row.measurement, row.summary
-        cells = [escape(where(row)), escape(params_text(m.spec)), _time_text(s),
-                 _rate_text(row),
-                 f"{_percent(row.of_measured)} / {_percent(row.of_datasheet)}"
-                 + (" (formula)" if row.datasheet_provenance == "formula" else ""),
-                 "baseline" if row.baseline_role == "cpu_all_cores" else speedup_text(row.speedup_all)]
-        cells += ["baseline" if row.baseline_role == "cpu_one_thread" else speedup_text(row.speedup_one)] * with_one
-        cells += [speedup_text(row.speedup_end_to_end)] * with_e2e
+        cells = [escape(where(row)), escape(params_text(m.spec)), _time_text(s), _rate_text(row),
+                 _peak_text(row, stacked=False), _baseline_or(row, "cpu_all_cores", row.speedup_all, False, basis)]
+        cells += [_baseline_or(row, "cpu_one_thread", row.speedup_one, False, basis)] * with_one
+        cells += [speedup_text(row.speedup_end_to_end, basis=basis)] * with_e2e
         cells += [escape(headline_extras(m.extra, median_s=s.median_s))] * with_extra
         table.add_row(*cells)
     return table
 
 
+def _where_and_what(row: Row) -> str:
+    return f"{escape(where(row))}\n[dim]{escape(params_text(row.spec))}[/]"
+
+
+def narrow_tables(workload: str, rows: list[Row]) -> list[Table]:
+    """The same figures for a narrow terminal: times and rates, then the speed-ups, then the
+    workload's own figures, each row naming where it ran over its parameters."""
+    first_width = max(len(where(r)) for r in rows)
+    times = _table(f"[bold]{escape(workload)}[/]", [("where\nparameters", "left"), ("median\n± 95% CI", "right"),
+                                                   ("rate\nverdict", "right"), ("% of peak\nmeasured / sheet", "right")])
+    times.columns[0].min_width = first_width  # "pyopencl@opencl:0:0" stays whole
+    for row in rows:
+        times.add_row(_where_and_what(row), "\n".join(_time_parts(row.summary)),
+                      _rate_and_verdict(row), _peak_text(row, stacked=True))
+    tables = [times]
+    wanted = [("× vs CPU\nall cores", lambda r: _baseline_or(r, "cpu_all_cores", r.speedup_all, True))]
+    if any(r.speedup_one for r in rows):
+        wanted.append(("× vs CPU\n1 core", lambda r: _baseline_or(r, "cpu_one_thread", r.speedup_one, True)))
+    if any(r.speedup_end_to_end for r in rows):
+        wanted.append(("× end-to-end\nvs all cores", lambda r: speedup_text(r.speedup_end_to_end, True)))
+    if any(r.speedup_all or r.speedup_one or r.speedup_end_to_end for r in rows):
+        speedups = _table(f"[bold]{escape(workload)}[/]: speed-ups [95% CI]",
+                          [("where\nparameters", LEFT)] + [(header, RIGHT) for header, _ in wanted])
+        speedups.columns[0].min_width = first_width
+        for row in rows:
+            speedups.add_row(_where_and_what(row), *(cell(row) for _, cell in wanted))
+        tables.append(speedups)
+    extras = [(row, headline_extras(row.measurement.extra, median_s=row.summary.median_s)) for row in rows]
+    if any(text for _, text in extras):
+        figures = _table(f"[bold]{escape(workload)}[/]: workload figures", [("where\nparameters", "left"), ("", "left")])
+        figures.columns[0].min_width = first_width
+        for row, text in extras:
+            figures.add_row(_where_and_what(row), escape(text.replace("; ", "\n")) or "—")
+        tables.append(figures)
+    return tables
+
+
+def _rate_and_verdict(row: Row) -> str:
+    m = row.measurement
+    if not m.valid:
+        return "—\n[red]invalid[/]"
+    style = {"valid": "green", "noisy": "yellow", "unverified": "yellow"}.get(m.status, "")
+    rate = format_si(row.rate, row.rate_unit) if row.rate else "—"
+    return f"{rate}\n[{style}]{m.status}[/]" if style else f"{rate}\n{m.status}"
+
+
+def workload_tables(workload: str, rows: list[Row], console: Console) -> tuple[list[Table], str]:
+    """The widest layout that fits the console: "full" (one line a result, pairs in each cell),
+    "compact" (the same, pair counts in the legend) or "narrow" (two-line rows, several tables)."""
+    unbounded = console.options.update_width(10_000)  # natural widths, not clamped to the console's
+    for layout, table in (("full", workload_table(workload, rows)),
+                          ("compact", workload_table(workload, rows, basis=False))):
+        if console.measure(table, options=unbounded).maximum <= console.width:
+            return [table], layout
+    return narrow_tables(workload, rows), "narrow"
+
+
+def pairs_note(rows: list[Row]) -> str:
+    """'8 pairs each' (or '6–8 pairs'): how many paired rounds back the speed-ups shown."""
+    counts = sorted({r.pairs for row in rows for r in (row.speedup_all, row.speedup_one, row.speedup_end_to_end)
+                     if r is not None and getattr(r, "paired", False) and getattr(r, "pairs", None)})
+    if not counts:
+        return "N pairs"
+    return f"{counts[0]} pairs each" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} pairs"
+
+
+LEFT: JustifyMethod = "left"
+RIGHT: JustifyMethod = "right"
 _VERDICT_STYLE = {"valid": "", "noisy": " [yellow](noisy)[/]", "unverified": " [yellow](unverified)[/]"}
 
 
@@ -133,27 +236,40 @@ def _render_verdicts(rows: list[Row], console: Console) -> None:
     for (status, reason), labels in sorted(by_reason.items(), key=lambda item: -severity(item[0][0])):
         style = "red" if status == "invalid" else "yellow"
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
-        console.print(f"  [{style}]{status}[/]: {escape(reason)} — {escape(shown)}")
+        console.print(hanging(f"[{style}]{status}[/]:", f"{escape(reason)} — {escape(shown)}"))
+
+
+def _time_parts(s: stats.Summary) -> tuple[str, str]:
+    """('6.69 µs', '± 4.3%'): the median and the half-width of its interval, relative."""
+    halfwidth = max(s.median_s - s.ci_low_s, s.ci_high_s - s.median_s)
+    if s.median_s <= 0 or halfwidth == float("inf"):
+        return format_seconds(s.median_s), f"(n={s.n}, no CI)"
+    return format_seconds(s.median_s), f"± {halfwidth / s.median_s:.1%}"
 
 
 def _time_text(s: stats.Summary) -> str:
-    halfwidth = max(s.median_s - s.ci_low_s, s.ci_high_s - s.median_s)
-    if s.median_s <= 0 or halfwidth == float("inf"):
-        return f"{format_seconds(s.median_s)} (n={s.n}, no CI)"
-    return f"{format_seconds(s.median_s)} ± {halfwidth / s.median_s:.1%}"
+    return " ".join(_time_parts(s))
 
 
 def render_summary(rows: list[Row], skips: list[Skip], console: Console, warnings_limit: int = 12) -> None:
     by_workload: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_workload[row.spec.workload].append(row)
+    layouts = set()
     for workload, workload_rows in by_workload.items():
-        console.print()
-        console.print(workload_table(workload, workload_rows))
-    console.print("[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
-                  "paired rounds (N pairs) with its 95% interval; \"unpaired\": the ratio of two medians measured "
-                  "apart (not paired: `--json` says why), bootstrap interval. A verdict only where the interval "
-                  "excludes 1. CPU = numpy on all usable cores. Invalid results show no rate and count nowhere.[/]")
+        tables, layout = workload_tables(workload, workload_rows, console)
+        layouts.add(layout)
+        for table in tables:
+            console.print()
+            console.print(table)
+    console.print(f"[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
+                  f"paired rounds ({pairs_note(rows)}) with its 95% interval; \"unpaired\"{' (†)' * bool(layouts - {'full'})}: the ratio "
+                  "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
+                  "where the interval excludes 1. CPU = numpy on all usable cores. Invalid results show no rate and "
+                  "count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
+                                      if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)
+                                      else "")
+                  + "[/]")
     if rows:
         _render_verdicts(rows, console)
     _render_warnings(rows, console, warnings_limit)
@@ -161,7 +277,8 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
         console.print()
         console.print(f"[bold]Skipped[/] ({len(skips)}):")
         for reason, specs in _grouped_skips(skips).items():
-            console.print(f"  {escape(reason)}: {escape(', '.join(specs[:4]))}" + (f" and {len(specs) - 4} more" if len(specs) > 4 else ""))
+            console.print(hanging("•", f"{escape(reason)}: {escape(', '.join(specs[:4]))}"
+                                      + (f" and {len(specs) - 4} more" if len(specs) > 4 else "")))
 
 
 def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:
@@ -171,7 +288,8 @@ def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:
     console.print()
     console.print(f"[bold yellow]Warnings[/] ({len(flagged)}):")
     for row, warning in flagged[:limit]:
-        console.print(f"  {escape(row.spec.workload)} {escape(where(row))} {escape(params_text(row.spec))}: {escape(warning)}")
+        console.print(hanging("•", f"{escape(row.spec.workload)} {escape(where(row))} {escape(params_text(row.spec))}: "
+                                  f"{escape(warning)}"))
     if len(flagged) > limit:
         console.print(f"  … {len(flagged) - limit} more (`--json` lists them all)")
 

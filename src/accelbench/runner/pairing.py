@@ -39,6 +39,8 @@ PAIRS = {"quick": 8, "standard": 16, "rigorous": 32}   # rounds per group, by ri
 # seconds of paired blocks per side (a group's budget: this × its sides): about a third of the
 # measurement's own budget, so pairing adds little to a run
 SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
+# a group whose rounds would pass the budget still gets MIN_PAIRS rounds if they fit in this many budgets
+STRETCH = 4.0
 MEMORY_FRACTION = 0.4  # a group's inputs together must fit in this share of the host's memory
 
 
@@ -106,6 +108,16 @@ def pair_speedups(measurements: Sequence[Measurement], backends: dict, store, ru
     return stored
 
 
+def rounds_within(round_s: float, budget_s: float, rigor: Rigor) -> int:
+    """Rounds for a group: the rigor's count, fewer if the budget ends first; MIN_PAIRS even past the
+    budget while they fit in STRETCH budgets (slow rounds most often mean a loaded machine, where
+    pairing matters most); 0 when not even that fits."""
+    rounds = min(PAIRS.get(rigor.name, PAIRS["standard"]), math.floor(budget_s / max(round_s, 1e-12)))
+    if rounds >= MIN_PAIRS:
+        return rounds
+    return MIN_PAIRS if MIN_PAIRS * round_s <= STRETCH * budget_s else 0
+
+
 def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: int,
                clock: Clock | None = None) -> list[PairedSamples]:
     """The paired rounds of one group's speed-ups, or each with the reason it was not paired."""
@@ -115,10 +127,11 @@ def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: i
         sides.setdefault((id(w.candidate), w.candidate_phase), w.candidate)
     round_s = sum(block_calls(m, phase) * stats.median(m.phases_s[phase]) for (_, phase), m in sides.items())
     budget_s = len(sides) * SIDE_BUDGET_S.get(rigor.name, rigor.budget_s / 3)
-    rounds = min(PAIRS.get(rigor.name, PAIRS["standard"]), math.floor(budget_s / max(round_s, 1e-12)))
+    rounds = rounds_within(round_s, budget_s, rigor)
     if rounds < MIN_PAIRS:
         return _unpaired(items, f"not paired: a round of its {len(sides)} blocks takes {format_seconds(round_s)}, "
-                                f"{MIN_PAIRS} rounds would pass the budget of {budget_s:.3g} s (rigor {rigor.name})")
+                                f"{MIN_PAIRS} rounds would pass {STRETCH:g}× the budget of {budget_s:.3g} s "
+                                f"(rigor {rigor.name})")
     try:
         with deadline.spec_scope():
             times = _timed_rounds(list(sides.items()), backends, rounds, seed, clock)

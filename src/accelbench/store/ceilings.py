@@ -10,6 +10,8 @@ measured here count, never imported ones, and `accelbench ceilings --forget` set
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -35,8 +37,10 @@ class MeasuredCeiling:
         return "B/s" if self.metric == BANDWIDTH else "FLOP/s"
 
 
+@functools.lru_cache(maxsize=256)
 def _declaration(workload: str) -> tuple[str | None, bool]:
-    """(judged_against, measures_ceiling) of a built-in workload; (None, False) for any other."""
+    """(judged_against, measures_ceiling) of a built-in workload; (None, False) for any other.
+    Built-ins are fixed for the life of a process, and a report asks once per result."""
     from accelbench.workloads.registry import builtin_workload_class
 
     cls = builtin_workload_class(workload)

@@ -46,6 +46,7 @@ class RunInfo:
     result_count: int
     skip_count: int
     tags: dict[str, str] = field(default_factory=dict)
+    workloads: list[str] = field(default_factory=list)  # measured or skipped, sorted
 
 
 def utc_now_iso() -> str:
@@ -259,7 +260,9 @@ class Store(SpeedupStore, CeilingRows):
     _RUNS_SQL = """
         SELECT runs.*, COALESCE(m.hostname, '') AS hostname,
             (SELECT COUNT(*) FROM results r WHERE r.run_id = runs.id) AS result_count,
-            (SELECT COUNT(*) FROM skips s WHERE s.run_id = runs.id) AS skip_count
+            (SELECT COUNT(*) FROM skips s WHERE s.run_id = runs.id) AS skip_count,
+            (SELECT group_concat(workload, char(10)) FROM (SELECT workload FROM results r WHERE r.run_id = runs.id
+             UNION SELECT workload FROM skips s WHERE s.run_id = runs.id)) AS workloads
         FROM runs LEFT JOIN machines m ON m.run_id = runs.id"""
     _NEWEST_FIRST = " ORDER BY runs.started_at DESC, runs.id DESC"
 
@@ -269,7 +272,7 @@ class Store(SpeedupStore, CeilingRows):
                        accelbench_version=row["accelbench_version"],
                        selection=json.loads(row["selection_json"]), hostname=row["hostname"],
                        result_count=row["result_count"], skip_count=row["skip_count"],
-                       tags=self.tags(row["id"]))
+                       tags=self.tags(row["id"]), workloads=sorted(filter(None, (row["workloads"] or "").split("\n"))))
 
     @_reported
     def runs(self, limit: int | None = None) -> list[RunInfo]:

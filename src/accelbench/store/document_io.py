@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,17 @@ def skip_from_dict(data: dict[str, Any]) -> Skip:
     return Skip(Spec.from_dict(data["spec"]), data["reason"])
 
 
+@cache
+def _orjson_loads() -> Callable[[bytes], Any] | None:
+    """orjson parses a large export about twice as fast as the standard library, and is just as
+    strict (NaN and Infinity refused, UTF-8 checked); the standard library stands in without it."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson.loads
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number in plain JSON")
 
@@ -31,13 +44,17 @@ def _reject_constant(name: str) -> Any:
 def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
     """Parse the bytes of the JSON file at `path`, as read_json does."""
     source = Path(path)
+    fast_loads = _orjson_loads()
+    if fast_loads is not None and raw.isascii():  # exports are ASCII
+        try:
+            return fast_loads(raw)
+        except ValueError:  # refused: the standard library parses it again, for the same verdict and message
+            pass
     try:
-        text = raw.decode("utf-8")
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise UsageError(f"{source}: not UTF-8 text; accepted: a JSON file made by "
                          f"`accelbench export`") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
                          f"{exc.msg})") from None

@@ -157,6 +157,17 @@ _rel_error.bulk = lambda column: (  # type: ignore[attr-defined]
     and all_pass(_FINITE_ERROR, [v for v in column if not isinstance(v, str)]))
 
 
+def _ignored_object(value: Any, path: Where) -> dict:
+    """A result's `derived` figures (docs/results-schema.md): an object, read by nothing here.
+    Import and compare recompute every figure from the samples, so it is neither stored nor shown."""
+    if not isinstance(value, dict):
+        raise expected(path, "an object", value)
+    return value
+
+
+_ignored_object.bulk = lambda column: all(type(v) is dict for v in column)  # type: ignore[attr-defined]
+
+
 _SHORT = text(MAX_LABEL)
 _WARNINGS = list_of(text(), max_items=10_000)
 _SPEC = fields({"workload": (LABEL, True), "backend": (LABEL, True), "device": (DEVICE_ID, True),
@@ -171,7 +182,7 @@ _RESULT = fields({
     "calls_per_sample": (COUNT, False), "target_met": (boolean, False),
     "threads": (optional(number(1, 2**20, whole=True)), False), "telemetry": (free_object, False),
     "extra": (free_object, False), "verdict": (one_of(("", *VERDICTS)), False),
-    "verdict_reasons": (_WARNINGS, False)})
+    "verdict_reasons": (_WARNINGS, False), "derived": (_ignored_object, False)})
 _SKIP = fields({"spec": (_SPEC, True), "reason": (text(), True)})
 
 # the inventory snapshot (as `accelbench info --json` writes it): devices are rebuilt from it for
@@ -208,6 +219,7 @@ def _format_version(value: Any, path: Where) -> int:
 _FORMAT_NAME = one_of((FORMAT_NAME,), f'"{FORMAT_NAME}"')
 _DOCUMENT = fields({"format": (_FORMAT_NAME, True), "format_version": (_format_version, True),
                     "exported_at": (optional(time), False), "accelbench_version": (_SHORT, False),
+                    "results_schema_version": (number(1, 2**31, whole=True), False),
                     "runs": (list_of(_RUN), True)})
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from accelbench._version import __version__
 from accelbench.errors import UsageError
-from accelbench.results import Measurement
+from accelbench.results import Measurement, finite
 from accelbench.store.db import Store
 from accelbench.store.document_check import FORMAT_NAME, FORMAT_VERSION
 from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict  # noqa: F401 - re-exported
@@ -26,24 +26,13 @@ from accelbench.store.document_schema import validate_document
 # -- export -------------------------------------------------------------------------------
 
 
-def _finite_json(value: Any) -> Any:
-    """Free-form JSON (telemetry, extra) with NaN/inf as null: plain JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_json(v) for v in value]
-    return value
-
-
 def _export_measurement(m: Measurement) -> dict[str, Any]:
     data = m.to_dict()
     error = data["check"]["max_rel_error"]
     if not math.isfinite(error):  # a failed check may have a NaN or infinite error: keep it, as text
         data["check"]["max_rel_error"] = "nan" if math.isnan(error) else "inf"
-    data["telemetry"] = _finite_json(data["telemetry"])
-    data["extra"] = _finite_json(data["extra"])
+    data["telemetry"] = finite(data["telemetry"])
+    data["extra"] = finite(data["extra"])
     return data
 
 
@@ -55,7 +44,7 @@ def export_runs(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
         runs.append({
             "id": info.id, "started_at": info.started_at, "finished_at": info.finished_at,
             "status": info.status, "accelbench_version": info.accelbench_version,
-            "selection": _finite_json(info.selection), "machine": _finite_json(store.machine(run_id)),
+            "selection": finite(info.selection), "machine": finite(store.machine(run_id)),
             "tags": store.tags(run_id),
             "results": [_export_measurement(m) for m in store.results(run_id)],
             "skips": [s.to_dict() for s in store.skips(run_id)],
@@ -92,11 +81,16 @@ def import_document(store: Store, doc: Any, tags: Mapping[str, Any] | None = Non
 
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:
     """Write `doc` atomically: a temporary file in the same folder, fsync, then rename over `path`."""
-    target = Path(path)
     try:
         text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     except ValueError as exc:
-        raise UsageError(f"cannot write {target}: {exc} (plain JSON has no NaN or Infinity)") from None
+        raise UsageError(f"cannot write {Path(path)}: {exc} (plain JSON has no NaN or Infinity)") from None
+    write_text(path, text)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` atomically: a temporary file in the same folder, fsync, then rename over `path`."""
+    target = Path(path)
     tmp_name = None
     try:
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

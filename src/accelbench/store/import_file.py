@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from accelbench.bulk import frozen_heap
@@ -98,14 +99,14 @@ def _row(run_id: str, result: dict[str, Any], texts: Iterator[str] | None) -> di
     """schema.result_row(run_id, Measurement.from_dict(result)), built straight from the validated
     dict: the same columns and values (a test holds them equal), without the objects in between."""
     spec, check = result["spec"], result["check"]
-    params = sorted(spec.get("params", {}).items())
+    spec_key, params_json = _spec_texts(spec)
     error = float(check["max_rel_error"])  # "nan" and "inf" are how an export writes those
     threads = result.get("threads")
     return {
         "run_id": run_id,
-        "spec_key": _KEY_ENCODE([spec["workload"], spec["backend"], spec["device"], [list(p) for p in params]]),
+        "spec_key": spec_key,
         "workload": spec["workload"], "backend": spec["backend"], "device": spec["device"],
-        "params_json": dumps(dict(params)),
+        "params_json": params_json,
         "phases_json": next(texts) if texts is not None else dumps(
             {k: [float(x) for x in v] for k, v in result["phases_s"].items()}),
         "first_call_s": float(result["first_call_s"]), "flops": float(result["work"]["flops"]),
@@ -121,6 +122,27 @@ def _row(run_id: str, result: dict[str, Any], texts: Iterator[str] | None) -> di
         "verdict": str(result.get("verdict") or "") or ("valid" if check["passed"] else "invalid"),
         "verdict_reasons_json": _dumps_list(result.get("verdict_reasons")),
     }
+
+
+def _spec_texts(spec: dict[str, Any]) -> tuple[str, str]:
+    """The spec's key and its params as JSON text; a file repeats a few specs over many results and
+    runs, so each distinct spec is encoded once (specs whose values cannot be hashed every time)."""
+    params = sorted(spec.get("params", {}).items())
+    # the types belong to the key: 1, 1.0 and True are equal as keys but are written differently
+    typed = tuple((name, type(value), value) for name, value in params)
+    try:
+        return _encoded_spec(spec["workload"], spec["backend"], spec["device"], typed)
+    except TypeError:  # a list or object among the values
+        return _encode_spec(spec["workload"], spec["backend"], spec["device"], typed)
+
+
+def _encode_spec(workload: str, backend: str, device: str,
+                 typed: Sequence[tuple[str, type, Any]]) -> tuple[str, str]:
+    params = [(name, value) for name, _, value in typed]
+    return (_KEY_ENCODE([workload, backend, device, [list(p) for p in params]]), dumps(dict(params)))
+
+
+_encoded_spec = lru_cache(maxsize=4096)(_encode_spec)
 
 
 def _dumps_list(items: list | None) -> str:

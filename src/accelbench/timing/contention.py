@@ -255,16 +255,21 @@ class watch:
 
 def run_notice(measurements: Iterable[Any]) -> str | None:
     """One line for the top of a run's output when other programs disturbed some of its results."""
-    shares, steals, total = [], [], 0
+    shares, steals, waits, total = [], [], [], 0
     for m in measurements:
         total += 1
         compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
         if compute.get("disturbed"):
             shares.append(compute.get("others_share") or 0.0)
             steals.append(compute.get("steal_share") or 0.0)
+            waits.append(compute.get("run_wait_share") or 0.0)
     if not shares:
         return None
-    others, steal = sum(shares) / len(shares), sum(steals) / len(steals)
+    others, steal, wait = sum(shares) / len(shares), sum(steals) / len(steals), sum(waits) / len(waits)
+    if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
+        return (f"busy machine: {len(shares)} of {total} results were measured while our threads waited for a "
+                f"CPU {wait:.0%} of the time on average (noisy); close other programs or run them under "
+                f"`nice -n 19`, use `--rigor rigorous`, or pin with `taskset -c`")
     if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
         return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
                 f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "

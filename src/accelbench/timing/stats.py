@@ -214,7 +214,10 @@ def summarize(samples: Sequence[float], confidence: float = CONFIDENCE) -> Summa
     low_s, high_s = median_ci_presorted(data, confidence)
     batch_s, method = batch_ci_halfwidth(list(map(float, samples)), confidence), "order statistics"
     if math.isfinite(low_s) and math.isfinite(batch_s) and (median_s - batch_s < low_s or median_s + batch_s > high_s):
-        low_s, high_s, method = min(low_s, median_s - batch_s), max(high_s, median_s + batch_s), "batch medians"
+        # the t interval is symmetric and can reach below zero; the median lies below the fastest of
+        # n samples with probability 2^-n only, so the low end stops there
+        low_s = min(low_s, max(data[0], median_s - batch_s))
+        high_s, method = max(high_s, median_s + batch_s), "batch medians"
     return Summary(
         median_s=median_s, iqr_s=q3_s - q1_s, min_s=data[0], mean_s=_mean(data), stdev_s=_stdev(data),
         ci_low_s=low_s, ci_high_s=high_s, n=len(data),

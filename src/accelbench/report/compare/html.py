@@ -21,14 +21,23 @@ _VERDICT_COLOUR = {"faster": "#1a7f37", "slower": "#cf222e", "inconclusive": "#9
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> str:
-    """Cells are given already escaped (some carry a colour span)."""
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = (),
+           notes: Sequence[str] = ()) -> str:
+    """Cells are given already escaped (some carry a colour span). A non-empty note (escaped)
+    becomes a full-width line under its row: long text must not widen the columns past the page."""
     aligned = set(right)
     head = "".join(f'<th style="{_CELL}text-align:{"right" if i in aligned else "left"}">{escape(h)}</th>'
                    for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f'<td style="{_CELL}text-align:{"right" if i in aligned else "left"}">{c}</td>'
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = []
+    for index, row in enumerate(rows):
+        body.append("<tr>" + "".join(f'<td style="{_CELL}text-align:{"right" if i in aligned else "left"}'
+                                     f'{";white-space:nowrap" if i in aligned else ""}">{c}</td>'
+                                     for i, c in enumerate(row)) + "</tr>")
+        note = notes[index] if index < len(notes) else ""
+        if note:
+            body.append(f'<tr class="note"><td colspan="{len(headers)}" style="{_CELL}font-size:85%;color:#57606a">{note}</td></tr>')
+    return (f'<table style="border-collapse:collapse;max-width:100%"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
 
 
 def _verdict(verdict: str) -> str:
@@ -48,12 +57,12 @@ def comparison_html(comparison: "Comparison") -> str:
     c = comparison
     rows = [(escape(r.label), escape(format_seconds(r.median_a_s)), escape(format_seconds(r.median_b_s)),
              _ratio(r.speedup), escape("—" if r.p_value is None else f"{r.p_value:.2g}"),
-             escape("—" if r.noise is None else r.noise.short()), _verdict(r.verdict), escape(r.note)) for r in c.rows]
+             escape("—" if r.noise is None else r.noise.short()), _verdict(r.verdict)) for r in c.rows]
     parts = [f"<p><b>Run {escape(c.b.run_id)}</b> against baseline <b>{escape(c.a.run_id)}</b> — "
              f"{escape(c.scope)}</p>",
              f"<p>{escape(c.summary_line())}</p>",
-             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "run-to-run noise", "verdict", "note"),
-                    rows, right=(1, 2, 3, 4)),
+             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "run-to-run noise",
+                     "verdict"), rows, right=(1, 2, 3, 4), notes=[escape(r.note) for r in c.rows]),
              f'<p style="color:#57606a">speed-up = time in A / time in B (&gt; 1: B faster); "same" only when '
              f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1, "
              f"the rank test p &lt; {c.alpha:g} and the interval outside the run-to-run noise band.</p>",
@@ -92,7 +101,8 @@ def results_table_html(rows: Sequence["Row"]) -> str:
         check = (f'<span title="{reasons}">{escape(m.status)}</span>' if m.valid
                  else f'<span style="color:#cf222e;font-weight:bold" title="{reasons}">{escape(m.status)}</span>')
         cells.append((escape(m.spec.workload), escape(where(m.spec)), escape(params_text(m.spec)),
-                      escape(_time_cell(row.summary)), escape(rate), check, escape(_speedup_cell(row)),
-                      escape("; ".join(m.warnings))))
+                      escape(_time_cell(row.summary)), escape(rate), check, escape(_speedup_cell(row))))
+    notes = [escape("warnings: " + "; ".join(row.measurement.warnings)) if row.measurement.warnings else ""
+             for row in rows]
     return "<div>" + _table(("workload", "where", "parameters", "median ± 95% CI", "rate", "check",
-                             "× vs CPU all cores [95% CI]", "warnings"), cells, right=(3, 4)) + "</div>"
+                             "× vs CPU all cores [95% CI]"), cells, right=(3, 4), notes=notes) + "</div>"

@@ -12,6 +12,8 @@ from accelbench.report.compare.compare import Comparison, spec_label
 from accelbench.report.compare.reference import UserFigure, datasheet_shares, place_run
 from accelbench.report.compare.sources import RunData
 from accelbench.devices import datasheets
+from accelbench.report.summary import params_text, where
+from accelbench.terminal import hanging
 from accelbench.terminal import literal as escape
 from accelbench.units import format_seconds, format_si
 
@@ -30,20 +32,53 @@ def _table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
     return table
 
 
+def _ci_text(r) -> str:
+    ci = r.speedup
+    return "—" if ci is None else f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]"
+
+
+def _wide_table(c: Comparison, with_notes: bool) -> Table:
+    note: list[tuple[str, JustifyMethod]] = [("note", "left")] if with_notes else []
+    table = _table("", [("spec", "left"), ("median A", "right"), ("median B", "right"),
+                        ("speed-up A/B [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
+                        *note])
+    for r in c.rows:
+        table.add_row(escape(r.label), format_seconds(r.median_a_s), format_seconds(r.median_b_s), _ci_text(r),
+                      "—" if r.p_value is None else f"{r.p_value:.2g}", "—" if r.noise is None else r.noise.short(),
+                      _styled(r.verdict), *([escape(r.note)] if with_notes else []))
+    return table
+
+
+def _narrow_table(c: Comparison) -> Table:
+    """Two lines a spec (where it ran over what; A over B; ratio over interval); notes go below."""
+    table = _table("", [("where\nspec", "left"), ("median A\nmedian B", "right"), ("speed-up A/B\n[95% CI]", "right"),
+                        ("p\nnoise band", "right"), ("verdict", "left")])
+    table.columns[0].min_width = max((len(where(r.spec)) for r in c.rows), default=5)
+    table.columns[-1].min_width = max((len(r.verdict) for r in c.rows), default=7)  # "inconclusive" whole
+    for r in c.rows:
+        ci = r.speedup
+        ratio = "—" if ci is None else f"{ci.ratio:.3f}×\n{escape(f'[{ci.low:.3f}–{ci.high:.3f}]')}"
+        noise = "—" if r.noise is None else r.noise.short()
+        what = " ".join(p for p in (r.spec.workload, params_text(r.spec)) if p)
+        table.add_row(f"{escape(where(r.spec))}\n[dim]{escape(what)}[/]",
+                      f"{format_seconds(r.median_a_s)}\n{format_seconds(r.median_b_s)}", ratio,
+                      ("—" if r.p_value is None else f"{r.p_value:.2g}") + "\n" + noise, _styled(r.verdict))
+    return table
+
+
 def render_comparison(c: Comparison, console: Console) -> None:
     console.print(f"[bold]A[/] (baseline)  {escape(c.a.label)} from {escape(c.a.source)}")
     console.print(f"[bold]B[/] (candidate) {escape(c.b.label)} from {escape(c.b.source)}")
     console.print(("" if c.same_machine else "[bold yellow]") + escape(c.scope) + ("" if c.same_machine else "[/]"))
-    table = _table("", [("spec", "left"), ("median A", "right"), ("median B", "right"),
-                        ("speed-up A/B [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
-                        ("note", "left")])
-    for r in c.rows:
-        ci = r.speedup
-        table.add_row(escape(r.label), format_seconds(r.median_a_s), format_seconds(r.median_b_s),
-                      "—" if ci is None else f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]",
-                      "—" if r.p_value is None else f"{r.p_value:.2g}", "—" if r.noise is None else r.noise.short(),
-                      _styled(r.verdict), escape(r.note))
-    console.print(table)
+    notes_width = 30 if any(r.note for r in c.rows) else 0  # the note column wraps; it needs this much
+    wide = _wide_table(c, with_notes=False)
+    fits = console.measure(wide, options=console.options.update_width(10_000)).maximum + notes_width <= console.width
+    console.print(_wide_table(c, with_notes=True) if fits else _narrow_table(c))
+    if not fits and any(r.note for r in c.rows):
+        console.print("[bold]Notes[/]:")
+        for r in c.rows:
+            if r.note:
+                console.print(hanging("•", f"{escape(r.label)}: {escape(r.note)}"))
     console.print(f"[dim]speed-up = time in A / time in B (> 1: B faster), bootstrap 95% interval of the ratio of "
                   f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: beyond ±{c.same_within:.0%}, "
                   f"Mann–Whitney p < {c.alpha:g} and the interval outside the spec's run-to-run noise band "
@@ -64,26 +99,46 @@ def _render_differences(c: Comparison, console: Console) -> None:
     console.print(f"[bold yellow]The runs differ in {len(c.differences)} recorded setting(s)[/] "
                   "(they can explain a change):")
     for d in c.differences:
-        console.print(f"  {escape(d.text())}")
+        console.print(hanging("•", escape(d.text())))
 
 
 # -- --reference ----------------------------------------------------------------------------------
 
-def _placement_table(placement) -> Table:
+def _placement_table(placement, sources: list[str] | None = None) -> Table:
+    """One published benchmark with the user's figures placed in it. Given `sources` (a narrow
+    terminal), device and software share a column and each source is a numbered note collected there."""
     b = placement.benchmark
+    narrow = sources is not None
+    columns: list[tuple[str, JustifyMethod]] = [("", "left"), ("device\nsoftware / spec", "left")] if narrow else \
+        [("", "left"), ("device", "left"), ("software / spec", "left")]
     table = _table(f"[bold]{escape(b.title)}[/] ({escape(b.unit)})",
-                   [("", "left"), ("device", "left"), ("software / spec", "left"), ("time", "right"),
-                    ("vs yours", "right"), ("source", "left")])
+                   columns + [("time", "right"), ("vs yours", "right"), ("source", "left")])
     mine = [u.value_s for u in placement.user]
     for value_s, who, item in placement.ordered():
         if isinstance(item, UserFigure):
-            table.add_row("[bold]yours[/]", escape(item.device_name), escape(spec_label(item.measurement.spec)),
-                          format_seconds(value_s), "", escape(item.how))
+            mark, device, software, versus, source = ("[bold]yours[/]", item.device_name,
+                                                      spec_label(item.measurement.spec), "", item.how)
         else:
             versus = " / ".join(_versus(mine_s, value_s) for mine_s in mine) if mine else "—"
-            table.add_row("seed", escape(item.device), escape(item.software), format_seconds(value_s),
-                          versus, escape(item.citation()))
+            mark, device, software, source = "seed", item.device, item.software, item.citation()
+        if sources is not None:
+            sources.append(source)
+            table.add_row(mark, f"{escape(device)}\n[dim]{escape(software)}[/]", format_seconds(value_s),
+                          versus, f"\\[{len(sources)}]")
+        else:
+            table.add_row(mark, escape(device), escape(software), format_seconds(value_s), versus, escape(source))
     return table
+
+
+def _print_placement(placement, console: Console) -> None:
+    wide = _placement_table(placement)
+    if console.measure(wide, options=console.options.update_width(10_000)).maximum <= console.width:
+        console.print(wide)
+        return
+    sources: list[str] = []
+    console.print(_placement_table(placement, sources))
+    for number, source in enumerate(sources, 1):
+        console.print(hanging(f"[dim]\\[{number}][/]", f"[dim]{escape(source)}[/]"))
 
 
 def _versus(mine_s: float, theirs_s: float) -> str:
@@ -99,7 +154,7 @@ def render_reference(run: RunData, console: Console) -> None:
                   "(other machines and software stacks: context, not a controlled comparison)")
     for placement in place_run(run):
         console.print()
-        console.print(_placement_table(placement))
+        _print_placement(placement, console)
         if not placement.user:
             console.print(f"  [dim]no result of workload {placement.benchmark.maps_from['workload']!r} "
                           "with these parameters in this run[/]")

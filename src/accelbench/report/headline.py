@@ -1,0 +1,318 @@
+"""The answer first: for each measured device, how much faster or slower than the CPU it is, and how sure.
+
+Built from the rows the tables show (report/analysis.py), one entry per backend@device other than
+the CPU baseline: compute-bound work (matrix products) and memory-bound work (STREAM triad, else
+reduce or elementwise), each at the largest size measured, against all CPU cores and one core with
+its 95% interval and the pairs behind it; where it breaks even once transfers count, and their
+share; how many of its results are valid. Work of other kinds is named when nothing else was run.
+Devices that could not be measured come right after; caveats are grouped after those.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.report.analysis import Row
+from accelbench.report.data import series_label, size_of, transfer_share
+from accelbench.runner.speedups import SpeedupCI
+from accelbench.vocabulary import is_cpu_baseline
+
+COMPUTE_WORKLOADS = ("matmul",)
+MEMORY_WORKLOADS = ("stream", "reduce", "elementwise")  # in order of preference
+DTYPE_PREFERENCE = ("float32", "float64", "bfloat16", "float16")
+VERDICT_ORDER = ("valid", "noisy", "unverified", "invalid")
+
+
+@dataclass(frozen=True)
+class WorkComparison:
+    """One kind of work on one backend@device against the CPU, at one size."""
+
+    kind: str                       # "compute-bound", "memory-bound", or a workload's name
+    what: str                       # "matmul float32 n=1,000"
+    vs_all_cores: SpeedupCI | None
+    vs_one_core: SpeedupCI | None
+
+    def to_dict(self) -> dict[str, Any]:
+        from accelbench.report.derived import speedup_dict
+
+        return {"kind": self.kind, "what": self.what, "vs_cpu_all_cores": speedup_dict(self.vs_all_cores),
+                "vs_cpu_one_core": speedup_dict(self.vs_one_core)}
+
+
+@dataclass(frozen=True)
+class DeviceVerdict:
+    """The headline for one backend@device: its comparisons, break-even, transfers, confidence."""
+
+    series: str                      # "pyopencl@opencl:0:0"
+    device: str
+    description: str                 # what the device is, in words
+    comparisons: tuple[WorkComparison, ...]
+    break_even: str | None           # "breaks even at n ≈ 700 with transfers", "slower at every size …"
+    transfer_share: tuple[str, float] | None  # (where, share of end-to-end time spent moving data)
+    verdicts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def confidence(self) -> str:
+        counts = ", ".join(f"{self.verdicts[v]} {v}" for v in VERDICT_ORDER if self.verdicts.get(v))
+        noisy = self.verdicts.get("noisy", 0) + self.verdicts.get("invalid", 0)
+        level = "low" if noisy * 2 >= sum(self.verdicts.values()) else ("medium" if noisy else "high")
+        return f"confidence {level} ({counts})"
+
+    def sentences(self) -> list[str]:
+        parts = [_comparison_text(c) for c in self.comparisons]
+        first = f"{self.series} ({self.description}): " + ("; ".join(parts) if parts else
+                                                           "no speed-up against the CPU could be measured") + "."
+        second = [s for s in (self.break_even, _share_text(self.transfer_share)) if s]
+        tail = (" ".join(s[0].upper() + s[1:] + "." for s in second) + " " if second else "")
+        return [first, f"{tail}{self.confidence[0].upper()}{self.confidence[1:]}."]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"series": self.series, "device": self.device, "description": self.description,
+                "comparisons": [c.to_dict() for c in self.comparisons], "break_even": self.break_even,
+                "transfer_share": None if self.transfer_share is None else
+                {"where": self.transfer_share[0], "share": self.transfer_share[1]},
+                "verdicts": dict(self.verdicts), "confidence": self.confidence, "text": " ".join(self.sentences())}
+
+
+@dataclass(frozen=True)
+class Headline:
+    devices: tuple[DeviceVerdict, ...]
+    unreached: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """Plain sentences, device by device, then unreached devices, then caveats."""
+        out = [" ".join(d.sentences()) for d in self.devices]
+        if not self.devices:
+            out.append("No device other than the CPU baseline was measured: there is no speed-up to state.")
+        out += list(self.unreached)  # each says "… found, not measured: why"
+        out += list(self.caveats)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"devices": [d.to_dict() for d in self.devices], "unreached": list(self.unreached),
+                "caveats": list(self.caveats)}
+
+
+def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
+             unreached: Iterable[str] = (), caveats: Iterable[str] = ()) -> Headline:
+    """`descriptions`: device id -> what it is in words (device_description); rows from analyse()."""
+    descriptions = descriptions or {}
+    by_series: dict[str, list[Row]] = defaultdict(list)
+    most_threads: dict[str, int] = {}
+    for row in rows:
+        if row.spec.device == "cpu":
+            most_threads[row.spec.backend] = max(most_threads.get(row.spec.backend, 0), _threads(row))
+    for row in rows:
+        if row.baseline_role or is_cpu_baseline(row.spec.backend, row.spec.device):
+            continue
+        if row.spec.device == "cpu" and _threads(row) < most_threads[row.spec.backend]:
+            continue  # another framework on the CPU: on all its threads, as the baseline is
+        by_series[_series(row)].append(row)
+    verdicts = []
+    for series, items in sorted(by_series.items(), key=lambda kv: (kv[1][0].spec.device == "cpu", kv[0])):
+        device = items[0].spec.device
+        moved = [r for r in items if r.speedup_end_to_end is not None and r.measurement.valid]
+        e2e = _largest(_preferred([r for r in moved if r.spec.workload in COMPUTE_WORKLOADS]) or moved)
+        verdicts.append(DeviceVerdict(
+            series=series, device=device, description=descriptions.get(device, device),
+            comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
+            transfer_share=_share(e2e), verdicts=Counter(r.measurement.status for r in items)))
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats))
+
+
+def device_description(record: Mapping[str, Any]) -> str:
+    """What a device is, from its inventory record (Device.to_dict() or the stored machine's copy);
+    an OpenCL driver that runs on the host CPU is named as such: it is not an accelerator."""
+    props = record.get("properties") or {}
+    name = str(record.get("name") or record.get("id") or "?")
+    if record.get("id") == "cpu":
+        return f"the CPU, {name}"
+    if str(props.get("device_type", "")).upper() == "CPU":
+        platform = props.get("platform_name") or "an OpenCL platform"
+        return f"{platform} running on this same CPU, not an accelerator"
+    return name
+
+
+def caveat_lines(rows: list[Row], busy_notice: str | None = None) -> list[str]:
+    """What qualifies the answer, grouped: the machine was busy; how many results are not plainly valid, and why."""
+    found = [busy_notice[0].upper() + busy_notice[1:] + "."] if busy_notice else []
+    statuses = Counter(r.measurement.status for r in rows)
+    doubtful = sum(n for v, n in statuses.items() if v != "valid")
+    if doubtful:
+        why = Counter(_reason_kind(r.measurement.verdict_reasons[0]) for r in rows
+                      if r.measurement.status != "valid" and r.measurement.verdict_reasons)
+        counts = ", ".join(f"{statuses[v]} {v}" for v in VERDICT_ORDER[1:] if statuses.get(v))
+        reasons = "; ".join(f"{kind} ({n})" for kind, n in why.most_common(4))
+        found.append(f"{doubtful} of {len(rows)} results are not plainly valid ({counts})"
+                     + (f": {reasons}" if reasons else "") + ". The verdicts below name each one.")
+    return found
+
+
+def _reason_kind(reason: str) -> str:
+    """'unstable: IQR is 47% …' -> 'unstable'; 'other processes used 54% …' -> 'other processes used'."""
+    head = reason.split(":", 1)[0]
+    return head if len(head) <= 40 else " ".join(reason.split()[:3])
+
+
+def _threads(row: Row) -> int:
+    threads = row.spec.param("threads")
+    return int(threads) if isinstance(threads, int) else 0
+
+
+def _series(row: Row) -> str:
+    label = series_label(row.spec)
+    return label.split(" (")[0] if row.spec.device != "cpu" else label
+
+
+def _largest(rows: Iterable[Row]) -> Row | None:
+    kept = [r for r in rows if size_of(r.spec) is not None]
+    return max(kept, key=lambda r: size_of(r.spec) or 0.0) if kept else None
+
+
+def _preferred(rows: list[Row]) -> list[Row]:
+    """The rows of the preferred dtype (float32 first: what accelerators are bought for)."""
+    dtypes = {str(r.spec.param("dtype")) for r in rows}
+    for dtype in DTYPE_PREFERENCE:
+        if dtype in dtypes:
+            return [r for r in rows if str(r.spec.param("dtype")) == dtype]
+    return rows
+
+
+def _comparisons(items: list[Row]) -> list[WorkComparison]:
+    compared = [r for r in items if r.measurement.valid and (r.speedup_all or r.speedup_one)]
+    found = []
+    compute = _largest(_preferred([r for r in compared if r.spec.workload in COMPUTE_WORKLOADS]))
+    if compute:
+        found.append(_comparison("compute-bound", compute))
+    for workload in MEMORY_WORKLOADS:
+        candidates = [r for r in compared if r.spec.workload == workload]
+        triads = [r for r in candidates if r.spec.param("kernel") in (None, "triad")]
+        memory = _largest(_preferred(triads or candidates))
+        if memory:
+            found.append(_comparison("memory-bound", memory))
+            break
+    if not found:  # neither kind was run: the user's own choice of work, two at most
+        for workload in sorted({r.spec.workload for r in compared})[:2]:
+            row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
+            if row:
+                found.append(_comparison(workload, row))
+    return found
+
+
+def _comparison(kind: str, row: Row) -> WorkComparison:
+    spec = row.spec
+    size = size_of(spec)
+    kernel = spec.param("kernel")
+    what = " ".join(str(p) for p in (spec.workload, kernel, spec.param("dtype")) if p)
+    if size is not None:
+        what += f" n={size:,.0f}"
+    return WorkComparison(kind, what, row.speedup_all, row.speedup_one)
+
+
+def ratio_words(ratio: SpeedupCI) -> str:
+    """'3.10× faster [2.90–3.30]', '4.0× slower [3.8–4.2]' or 'as fast (0.98× [0.90–1.07])'."""
+    basis = f", {ratio.pairs} pairs" if ratio.paired else ", unpaired"
+    if ratio.low <= 1.0 <= ratio.high:
+        return f"no clear difference ({ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{basis})"
+    if ratio.ratio >= 1.0:
+        return f"{ratio.ratio:.2f}× faster [{ratio.low:.2f}–{ratio.high:.2f}{basis}]"
+    return f"{1 / ratio.ratio:.2f}× slower [{1 / ratio.high:.2f}–{1 / ratio.low:.2f}{basis}]"
+
+
+def _comparison_text(c: WorkComparison) -> str:
+    against = []
+    if c.vs_all_cores:
+        against.append(f"{ratio_words(c.vs_all_cores)} than all CPU cores")
+    if c.vs_one_core:
+        against.append(f"{ratio_words(c.vs_one_core)} than one core")
+    return f"{c.kind} ({c.what}) " + ", ".join(against)
+
+
+def _break_even(items: list[Row]) -> str | None:
+    """Where the device starts to win once transfers count (matrix work, the preferred dtype)."""
+    from accelbench.report.crossover import Curve, classify, find_crossing
+
+    kept = sorted((r for r in _preferred([r for r in items if r.spec.workload in COMPUTE_WORKLOADS])
+                   if r.measurement.valid and r.speedup_end_to_end is not None and size_of(r.spec)),
+                  key=lambda r: size_of(r.spec) or 0.0)
+    if len(kept) < 2:
+        return None
+    ratios = tuple(r.speedup_end_to_end for r in kept if r.speedup_end_to_end is not None)
+    curve = Curve(tuple(size_of(r.spec) or 0.0 for r in kept), ratios)
+    state, sizes = classify(curve), f"n = {curve.sizes[0]:,.0f}–{curve.sizes[-1]:,.0f}"
+    if state == "crosses":
+        crossing = find_crossing(curve)
+        return None if crossing is None else f"with transfers it breaks even at n ≈ {crossing.size:,.0f}"
+    if state == "slower_everywhere":
+        return f"with transfers it never breaks even: slower than all CPU cores at every size measured ({sizes})"
+    if state == "faster_everywhere":
+        return f"with transfers it is faster than all CPU cores at every size measured ({sizes})"
+    return f"with transfers, no clear break-even ({sizes}: the intervals include 1)"
+
+
+def _share(row: Row | None) -> tuple[str, float] | None:
+    share = transfer_share(row) if row is not None else None
+    if row is None or share is None:
+        return None
+    size = size_of(row.spec)
+    return (f"{row.spec.workload} n={size:,.0f}" if size is not None else row.spec.workload), share
+
+
+def _share_text(share: tuple[str, float] | None) -> str | None:
+    if share is None:
+        return None
+    where, value = share
+    amount = "under 1%" if value < 0.005 else f"{value:.0%}"
+    return f"transfers take {amount} of the end-to-end time ({where})"
+
+
+def headline_for_run(rows: list[Row], devices: Mapping[str, Any], machine: Mapping[str, Any]) -> Headline:
+    """The headline of one run: `devices` (id -> Device or its dict), `machine` as stored with the run
+    (its "unreached_devices" name what no backend reached)."""
+    from accelbench.runner.reach import UnreachedDevices
+    from accelbench.timing.contention import run_notice
+
+    descriptions = {key: device_description(d.to_dict() if hasattr(d, "to_dict") else d) for key, d in devices.items()}
+    recorded = machine.get("unreached_devices")
+    unreached = [UnreachedDevices.from_dict(g).text for g in recorded or [] if isinstance(g, dict)]
+    return headline(rows, descriptions, unreached=unreached,
+                    caveats=caveat_lines(rows, run_notice(r.measurement for r in rows)))
+
+
+def render_headline(answer: Headline, console: Any) -> None:
+    """The headline in a terminal: a bullet per device, wrapped under its own indent at any width."""
+    from rich.table import Table
+
+    from accelbench.terminal import literal
+
+    console.print("[bold]The answer[/] (each device against this machine's CPU; details below):")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=1, no_wrap=True)
+    grid.add_column(overflow="fold")
+    for device in answer.devices:
+        grid.add_row("•", literal(" ".join(device.sentences())))
+    if not answer.devices:
+        grid.add_row("•", "No device other than the CPU baseline was measured: there is no speed-up to state.")
+    for text in answer.unreached:
+        grid.add_row("[yellow]![/]", literal(text))
+    for text in answer.caveats:
+        grid.add_row("[yellow]![/]", literal(text))
+    console.print(grid)
+
+
+def headline_html(answer: Headline, run_id: str, after_devices: str = "") -> str:
+    """The report's opening: a sentence pair per device, then `after_devices` (the devices not
+    measured), then the caveats."""
+    from html import escape
+
+    items = "".join(f'<li><b>{escape(d.series)}</b> {escape(" ".join(d.sentences())[len(d.series) + 1:])}</li>'
+                    for d in answer.devices)
+    if not answer.devices:
+        items = "<li>No device other than the CPU baseline was measured: there is no speed-up to state.</li>"
+    caveat_items = "".join(f'<li class="warning">{escape(text)}</li>' for text in answer.caveats)
+    return (f'<div class="headline" id="headline-{escape(run_id)}"><h3>The answer</h3>'
+            f'<ul class="headline-devices">{items}</ul>{after_devices}'
+            + (f'<ul class="findings caveats">{caveat_items}</ul>' if caveat_items else "") + "</div>")
