@@ -9,7 +9,7 @@ from accelbench._version import __version__
 
 _LAZY = {
     # name -> (module, attribute); loaded only when a user touches it
-    "inventory": ("accelbench.devices.inventory", "collect_inventory"),
+    "inventory": ("accelbench.backends.device_reach", "inventory"),
     "run": ("accelbench.api", "run"),
     "bench": ("accelbench.api", "bench"),
     "workload": ("accelbench.api", "workload"),

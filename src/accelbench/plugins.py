@@ -1,6 +1,7 @@
 """One plugin mechanism for every kind of extension: entry-point groups.
 
-Backends (`accelbench.backends`) and workloads (`accelbench.workloads`) are found the same way,
+Backends (`accelbench.backends`), workloads (`accelbench.workloads`), device probes
+(`accelbench.probes`) and telemetry sources (`accelbench.telemetry`) are found the same way,
 built-ins included (they are declared in pyproject.toml like a third party's). Each kind also keeps
 a table of its built-ins, which stands in when package metadata is missing (a source tree run
 without `pip install -e .`). A target is "module:attribute"; nothing is imported until asked for.
@@ -14,6 +15,8 @@ from typing import Any
 
 BACKENDS_GROUP = "accelbench.backends"
 WORKLOADS_GROUP = "accelbench.workloads"
+PROBES_GROUP = "accelbench.probes"
+TELEMETRY_GROUP = "accelbench.telemetry"
 BUILTIN_PACKAGE = "accelbench."
 
 
@@ -39,6 +42,23 @@ def _read_entry_points(group: str) -> tuple[tuple[str, str], ...]:
 
 
 entry_point_targets.cache_clear = _read_entry_points.cache_clear  # type: ignore[attr-defined]
+
+
+def plugin_targets(group: str, builtins: dict[str, str]) -> dict[str, str]:
+    """name -> target for one kind: the built-ins in their own order, then others by name.
+
+    A built-in's entry point may move it (a target inside accelbench); a third party cannot take a
+    built-in's name, so an installed package never silently replaces what accelbench measures with."""
+    found = {name: target for name, target in entry_point_targets(group).items()
+             if name not in builtins or is_builtin(target)}
+    names = [*builtins, *sorted(n for n in found if n not in builtins)]
+    return {name: found.get(name) or builtins[name] for name in names}
+
+
+@functools.lru_cache(maxsize=None)
+def load_target(target: str) -> Any:
+    """`import_target(target)`, once per process (a failure is not kept: the next call tries again)."""
+    return import_target(target)
 
 
 def import_target(target: str) -> Any:

@@ -162,8 +162,8 @@ def test_projection_table_at_80_columns():
     triad = Spec.make("stream", "numpy", "cpu", kernel="triad", n=triad_n, dtype="float64", threads=2)
     peaks = [{"metric": "fp32", "value": 166e9, "provenance": "formula", "detail": "2 cores × ..."}]
     machine = {"hostname": "box", "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC", "peaks": peaks}]}}
-    run = RunData("run-1", "test", (measured(matmul, 0.2, 2.0 * n**3, 12.0 * n * n),
-                                    measured(triad, 24 * triad_n / 20e9, 2.0 * triad_n, 24.0 * triad_n)), machine=machine)
+    run = RunData("run-1", source="test", measurements=(measured(matmul, 0.2, 2.0 * n**3, 12.0 * n * n),
+                  measured(triad, 24 * triad_n / 20e9, 2.0 * triad_n, 24.0 * triad_n)), machine=machine)
     report = project_run(run, "h100")
     assert report.projections
     for columns in (80, 200):

@@ -7,14 +7,11 @@ its timed outputs like a built-in, and never become a measured ceiling.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from plugin_site import install, run_cli
 
 pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
 
@@ -65,21 +62,10 @@ axpy = thirdparty_axpy:Axpy
 
 @pytest.fixture()
 def plugin_path(tmp_path: Path) -> Path:
-    folder = tmp_path / "site"
-    (folder / "thirdparty_axpy").mkdir(parents=True)
-    (folder / "thirdparty_axpy" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
-    info = folder / "thirdparty_axpy-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-axpy\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return folder
+    return install(tmp_path / "site", "thirdparty_axpy", PLUGIN, ENTRY_POINTS)
 
 
-def _cli(plugin_path: Path, *args: str) -> subprocess.CompletedProcess:
-    src = Path(__file__).resolve().parents[2] / "src"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(src)])}
-    return subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+_cli = run_cli
 
 
 def test_a_third_party_workload_is_listed_runs_and_is_checked_like_a_builtin(plugin_path, tmp_path):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.backends.device_reach import with_backend_reach
 from accelbench.devices import amd, frameworks
 from accelbench.devices.model import NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, OK
 from accelbench.devices.probing import run_probe
@@ -107,13 +108,14 @@ def test_amdsmi_with_no_gpus_is_no_driver(tmp_path):
 
 
 def test_rocm_torch_reaches_with_the_cuda_device_type(rocm_torch, tmp_path):
-    devices = amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path), environ={})
+    devices = with_backend_reach(amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path), environ={}))
     assert [d.reach for d in devices] == [{"torch": f"cuda:{i}"} for i in range(4)]
 
 
 def test_hip_visible_devices(rocm_torch, tmp_path):
     env = {"HIP_VISIBLE_DEVICES": "3,1"}
-    devices = {d.id: d for d in amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path), environ=env)}
+    devices = {d.id: d for d in with_backend_reach(amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path),
+                                                              environ=env))}
     assert devices["rocm:3"].reach == {"torch": "cuda:0"}
     assert devices["rocm:1"].reach == {"torch": "cuda:1"}
     assert devices["rocm:0"].reach == {} and any("hidden" in w for w in devices["rocm:0"].warnings)
@@ -121,7 +123,8 @@ def test_hip_visible_devices(rocm_torch, tmp_path):
 
 def test_rocr_then_hip_visible_devices_compose(rocm_torch, tmp_path):
     env = {"ROCR_VISIBLE_DEVICES": "1,2,3", "HIP_VISIBLE_DEVICES": "2"}
-    devices = {d.id: d for d in amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path), environ=env)}
+    devices = {d.id: d for d in with_backend_reach(amd.probe(recorded("mi250x_amdsmi"), sysfs_root=str(tmp_path),
+                                                              environ=env))}
     assert devices["rocm:3"].reach == {"torch": "cuda:0"}
     assert [d.id for d in devices.values() if d.reach] == ["rocm:3"]
 

@@ -2,7 +2,7 @@ import subprocess
 
 import pytest
 
-from accelbench.devices import apple, frameworks
+from accelbench.devices import apple
 from accelbench.devices.model import ERROR, NOT_SUPPORTED, OK
 from accelbench.devices.probing import run_probe
 
@@ -41,15 +41,6 @@ def test_m1_gpu():
     fp32 = gpu.peak("fp32", "table")
     assert fp32.value == pytest.approx(2.6e12) and "Apple" in fp32.detail and "8-core" in fp32.detail
     assert all(p.provenance == "table" for p in gpu.peaks)
-
-
-def test_reach_follows_torch(monkeypatch):
-    monkeypatch.setattr(frameworks, "installed", lambda name: name == "torch")
-    (gpu,) = apple.probe(sysctl=M1, platform_info=("Darwin", "arm64"))
-    assert gpu.reach == {"torch": "mps"}
-    monkeypatch.setattr(frameworks, "installed", lambda name: False)
-    (gpu,) = apple.probe(sysctl=M1, platform_info=("Darwin", "arm64"))
-    assert gpu.reach == {}
 
 
 def test_pro_chip_gets_no_base_chip_figures():

@@ -37,7 +37,7 @@ SPECS = [Spec.make("matmul", "numpy", "cpu", n=n, dtype=d, threads=2) for n in (
 def run(run_id, times_by_key, machine=MACHINE, failed=(), selection=None):
     ms = tuple(measurement(spec, times_by_key[spec.key], spec.key not in failed) for spec in SPECS
                if spec.key in times_by_key)
-    return RunData(run_id, "test", ms, machine=machine, selection=selection or {"rigor": "quick"},
+    return RunData(run_id, source="test", measurements=ms, machine=machine, selection=selection or {"rigor": "quick"},
                    accelbench_version="0.1.0")
 
 
@@ -134,7 +134,7 @@ def test_unmatched_specs_are_listed_and_all_core_specs_match_across_thread_count
     a = run("a", keep)
     eight = Spec.make("matmul", "numpy", "cpu", n=500, dtype="float32", threads=8)
     b_ms = (measurement(eight, samples(1e-3, seed=5)), measurement(SPECS[7], samples(2e-3)))
-    b = RunData("b", "test", b_ms, machine=MACHINE)
+    b = RunData("b", source="test", measurements=b_ms, machine=MACHINE)
     pairs, only_a, only_b = match_specs(list(a.measurements), list(b.measurements))
     assert [(x.spec, y.spec, note) for x, y, note in pairs] == [
         (SPECS[0], eight, "all cores: 2 threads in A, 8 in B")]

@@ -58,7 +58,6 @@ def test_this_machine(data_dir):
     assert p["physical_cores"] >= 1 and p["memory_total_bytes"] > 2**30
     libraries = p["blas_libraries"]
     assert any(lib["api"] == "blas" and lib["threads"] >= 1 and lib["version"] for lib in libraries)
-    assert device.reach["numpy"] == "cpu"
     if os.uname().machine == "x86_64":
         assert "SSE4.2" in p["features"]
         # the imul chain: a running clock between 0.5 and 7 GHz is physically plausible

@@ -54,3 +54,17 @@ def test_every_entry_is_sourced_and_plausible():
         assert arch.source, cc
         assert arch.fp32_cores_per_sm in (32, 48, 64, 128, 192), cc
         assert Fraction(1, 64) <= arch.fp64_per_fp32 <= Fraction(1, 2), cc
+
+
+@pytest.mark.parametrize("arch_list, capability, runs", [
+    (["sm_80"], (8, 6), True),          # a cubin runs on a newer minor of its major
+    (["sm_86"], (8, 0), False),         # ... not on an older one
+    (["sm_80"], (9, 0), False),         # ... nor on another major
+    (["sm_80", "compute_80"], (9, 0), True),  # PTX is compiled by the driver for newer GPUs
+    (["sm_37", "sm_50"], (3, 5), False),
+    (["sm_35", "sm_50"], (3, 7), True),
+    (["sm_90a"], (9, 0), True),
+    (["sm_100", "sm_120"], (12, 0), True),
+])
+def test_arch_list_supports(arch_list, capability, runs):
+    assert cuda_arch.arch_list_supports(arch_list, capability) is runs

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.backends.device_reach import with_backend_reach
 from accelbench.devices import frameworks, nvidia
 from accelbench.devices.model import ERROR, NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, OK, VERSION_MISMATCH
 from accelbench.devices.nvml_adapter import NvmlError, PynvmlAdapter, RecordedNvml
@@ -25,7 +26,14 @@ def probe(name_or_recording, environ=None, **kwargs):
 
 @pytest.fixture
 def reach_torch_and_cupy(monkeypatch):
-    monkeypatch.setattr(nvidia, "cuda_frameworks", lambda: ("torch", "cupy"))
+    """A CUDA build of torch and cupy installed, no jax GPU plugin: the backends say who reaches what."""
+    monkeypatch.setattr(frameworks, "installed", lambda name: name in ("torch", "cupy"))
+    monkeypatch.setattr(frameworks, "jax_has_gpu_plugin", lambda: False)
+    monkeypatch.setattr(frameworks, "torch_build", lambda: {"version": "2.5.0", "cuda": "12.4", "hip": None})
+
+
+def reached(devices):
+    return list(with_backend_reach(devices))
 
 
 # --- the seed's Tesla K40m -------------------------------------------------------------
@@ -249,12 +257,12 @@ def test_ids_follow_pci_bus_order_not_nvml_order():
 
 
 def test_reach_without_cuda_visible_devices(reach_torch_and_cupy):
-    devices = probe("h200")
+    devices = reached(probe("h200"))
     assert [d.reach for d in devices] == [{"torch": f"cuda:{i}", "cupy": f"cuda:{i}"} for i in range(4)]
 
 
 def test_cuda_visible_devices_indices_reorder_and_hide(reach_torch_and_cupy):
-    devices = {d.id: d for d in probe("h200", environ={"CUDA_VISIBLE_DEVICES": "2,0"})}
+    devices = {d.id: d for d in reached(probe("h200", environ={"CUDA_VISIBLE_DEVICES": "2,0"}))}
     assert devices["cuda:2"].reach == {"torch": "cuda:0", "cupy": "cuda:0"}
     assert devices["cuda:0"].reach == {"torch": "cuda:1", "cupy": "cuda:1"}
     assert devices["cuda:2"].properties["cuda_visible_index"] == 0
@@ -265,21 +273,21 @@ def test_cuda_visible_devices_indices_reorder_and_hide(reach_torch_and_cupy):
 
 
 def test_cuda_visible_devices_by_uuid_prefix(reach_torch_and_cupy):
-    devices = {d.id: d for d in probe("h200", environ={"CUDA_VISIBLE_DEVICES": "GPU-3f405162,GPU-1d2e"})}
+    devices = {d.id: d for d in reached(probe("h200", environ={"CUDA_VISIBLE_DEVICES": "GPU-3f405162,GPU-1d2e"}))}
     assert devices["cuda:3"].reach["torch"] == "cuda:0"
     assert devices["cuda:1"].reach["torch"] == "cuda:1"
     assert devices["cuda:0"].reach == {}
 
 
 def test_cuda_visible_devices_stops_at_an_invalid_entry(reach_torch_and_cupy):
-    devices = {d.id: d for d in probe("h200", environ={"CUDA_VISIBLE_DEVICES": "1,7,0"})}
+    devices = {d.id: d for d in reached(probe("h200", environ={"CUDA_VISIBLE_DEVICES": "1,7,0"}))}
     assert devices["cuda:1"].reach["torch"] == "cuda:0"
     assert devices["cuda:0"].reach == {}  # after the invalid 7, so hidden
     assert any("'7'" in w and "matches no GPU" in w for w in devices["cuda:1"].warnings)
 
 
 def test_empty_cuda_visible_devices_hides_everything(reach_torch_and_cupy):
-    assert all(d.reach == {} for d in probe("h200", environ={"CUDA_VISIBLE_DEVICES": ""}))
+    assert all(d.reach == {} for d in reached(probe("h200", environ={"CUDA_VISIBLE_DEVICES": ""})))
 
 
 def test_mixed_gpus_without_pci_bus_id_order_warn():
@@ -290,15 +298,15 @@ def test_mixed_gpus_without_pci_bus_id_order_warn():
     assert not any("CUDA_DEVICE_ORDER" in w for d in quiet for w in d.warnings)
 
 
-def test_cuda_frameworks_follow_the_torch_build(monkeypatch):
+def test_the_frameworks_that_reach_an_nvidia_gpu_follow_the_torch_build(monkeypatch):
     present = {"torch", "cupy"}
     monkeypatch.setattr(frameworks, "installed", lambda name: name in present)
     monkeypatch.setattr(frameworks, "jax_has_gpu_plugin", lambda: False)
     monkeypatch.setattr(frameworks, "torch_build", lambda: {"version": "2.5.0", "cuda": "12.4", "hip": None})
-    assert nvidia.cuda_frameworks() == ("torch", "cupy")
+    assert sorted(reached(probe("h200"))[0].reach) == sorted(("torch", "cupy"))
     monkeypatch.setattr(frameworks, "torch_build", lambda: {"version": "2.5.0", "cuda": None, "hip": None})
     monkeypatch.setattr(frameworks, "jax_has_gpu_plugin", lambda: True)
-    assert nvidia.cuda_frameworks() == ("cupy", "jax")
+    assert sorted(reached(probe("h200"))[0].reach) == sorted(("cupy", "jax"))
 
 
 @pytest.mark.parametrize("given, expected", [
@@ -315,7 +323,7 @@ def test_cuda_version_text(encoded, text):
 
 
 def test_cuda_visible_devices_repeated_entry_stops_the_list(reach_torch_and_cupy):
-    devices = {d.id: d for d in probe("h200", environ={"CUDA_VISIBLE_DEVICES": "0,0,1"})}
+    devices = {d.id: d for d in reached(probe("h200", environ={"CUDA_VISIBLE_DEVICES": "0,0,1"}))}
     assert devices["cuda:0"].reach["torch"] == "cuda:0"
     assert devices["cuda:1"].reach == {}
     assert any("repeats" in w for w in devices["cuda:0"].warnings)

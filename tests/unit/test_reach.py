@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from accelbench.backends.base import Availability, Backend
-from accelbench.devices import nvidia, opencl, opencl_build
+from accelbench.backends.device_reach import with_backend_reach
+from accelbench.devices import frameworks, opencl, opencl_build
 from accelbench.runner.reach import UnreachedDevices, unreached_devices
 from recorded_gpus import SM_50_TO_90, fake_cuda_torch, nvml_devices
 
@@ -75,27 +76,12 @@ def test_a_gpu_newer_than_the_build_is_told_to_upgrade():
     assert "install a newer torch" in backend.availability().reason
 
 
-@pytest.mark.parametrize("arch_list, capability, runs", [
-    (["sm_80"], (8, 6), True),          # a cubin runs on a newer minor of its major
-    (["sm_86"], (8, 0), False),         # ... not on an older one
-    (["sm_80"], (9, 0), False),         # ... nor on another major
-    (["sm_80", "compute_80"], (9, 0), True),  # PTX is compiled by the driver for newer GPUs
-    (["sm_37", "sm_50"], (3, 5), False),
-    (["sm_35", "sm_50"], (3, 7), True),
-    (["sm_90a"], (9, 0), True),
-    (["sm_100", "sm_120"], (12, 0), True),
-])
-def test_arch_list_supports(arch_list, capability, runs):
-    from accelbench.backends.torch_backend import arch_list_supports
-
-    assert arch_list_supports(arch_list, capability) is runs
-
-
 def test_hidden_by_cuda_visible_devices_is_named_and_the_visible_ones_are_reached(monkeypatch):
     from accelbench.backends.torch_backend import TorchBackend
 
-    monkeypatch.setattr(nvidia, "cuda_frameworks", lambda: ("torch",))
-    devices = nvml_devices("h200", environ={"CUDA_VISIBLE_DEVICES": "2,0"})
+    monkeypatch.setattr(frameworks, "installed", lambda name: name == "torch")
+    monkeypatch.setattr(frameworks, "torch_build", lambda: {"version": "2.5.1", "cuda": "12.1", "hip": None})
+    devices = with_backend_reach(nvml_devices("h200", environ={"CUDA_VISIBLE_DEVICES": "2,0"}))
     backend = TorchBackend(fake_cuda_torch(gpus=2, capability=(9, 0), arch_list=SM_50_TO_90))
     (group,) = unreached_devices(devices, {"torch": backend})
     assert group.text == ("2 × NVIDIA H200 (cuda:1, cuda:3) found, not measured: "

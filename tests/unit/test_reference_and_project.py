@@ -29,7 +29,7 @@ def synthetic_run(*ms):
     peaks = [{"metric": "fp32", "value": CPU_FP32_FLOPS, "provenance": "formula", "detail": "2 cores × ..."},
              {"metric": "fp64", "value": CPU_FP64_FLOPS, "provenance": "formula", "detail": "2 cores × ..."}]
     machine = {"hostname": "box", "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC", "peaks": peaks}]}}
-    return RunData("run-1", "test", tuple(ms), machine=machine)
+    return RunData("run-1", source="test", measurements=tuple(ms), machine=machine)
 
 
 N = 2000

@@ -150,3 +150,9 @@ def test_workload_descriptions_name_their_origin_in_words_not_project_history():
         except Exception:  # noqa: BLE001 - a workload whose extra is missing is not listed either
             continue
         assert not re.search(r"\bseed \d{3}\b|issue #\d+", description, flags=re.I), (name, description)
+
+
+def test_a_third_party_cannot_take_a_built_in_backends_name(monkeypatch):
+    # the CPU baseline and the measured ceilings are read from the built-ins: no package replaces them
+    _entry_points(monkeypatch, ("numpy", "thirdparty_backend:Accel"))
+    assert registry.backend_class("numpy").__module__ == "accelbench.backends.numpy_backend"

@@ -65,7 +65,7 @@ from synthetic_runs import break_even_measurements, run_data
 from accelbench.report import drawing, figures
 runs = [run_data(break_even_measurements()), run_data(break_even_measurements(dtype="float64"))]
 here = [figures.make_figures(run) for run in runs]
-drawing.PARALLEL_FROM_RESULTS, drawing.usable_cores = 0, lambda: 2
+drawing.PARALLEL_FROM_RESULTS, drawing.usable_cpus = 0, lambda: 2
 assert drawing.fork_is_safe(), "this child loads no threaded framework"
 called = []
 drawn = drawing.draw_all(runs, meanwhile=lambda: called.append(True))

@@ -18,7 +18,7 @@ from accelbench.backends.registry import get_backend
 from accelbench.errors import Unsupported
 from accelbench.workloads.registry import get_workload
 from accelbench.workloads.stats import bootstrap, integrate, mcmc, montecarlo, simstudy
-from accelbench.workloads.stats.arrays import ArrayOps
+from accelbench.workloads.stats.arrays import ArrayOps, array_ops
 from accelbench.workloads.stats.rng import NumpyRandom, device_random
 
 SEED = 20261202
@@ -100,11 +100,15 @@ def test_shifted_normal_draws_fail_the_montecarlo_check(monkeypatch):
 
 
 class _SkewedNumpy(NumpyBackend):
-    """A numpy backend under another name, so its draws come through BackendRandom from its own
-    `random()`; skewed=True squares its uniforms (u -> u² on [0, 1)), which no longer are uniform."""
+    """A numpy backend under another name whose namespace has no generator of its own, so its draws
+    come through BackendRandom from its own `random()`; skewed=True squares its uniforms
+    (u -> u² on [0, 1)), which no longer are uniform."""
 
     def __init__(self, name: str, skewed: bool):
         self.name, self.skewed = name, skewed
+
+    def arrays(self, device):
+        return ArrayOps(self, device)  # the plain namespace: BackendRandom over random()
 
     def random(self, shape, dtype, device, seed):
         values = super().random(shape, dtype, device, seed)
@@ -163,7 +167,7 @@ def test_closed_form_references_match_published_values():
 
 
 def test_trapezoid_bound_is_an_upper_bound_and_not_a_vacuous_one():
-    ops = ArrayOps(NumpyBackend(), "cpu")
+    ops = array_ops(NumpyBackend(), "cpu")
     offsets = ops.arange(0, 65, "int64")
     chunk = integrate.chunk_function(ops, "trapezoid", "float64")
     error = abs(float(integrate.weighted_sum(ops, chunk, offsets, "trapezoid", 64, "float64")) - integrate.EXACT)
@@ -189,7 +193,7 @@ def test_lower_precision_reports_the_accuracy_it_costs():
 def test_device_generators_repeat_from_their_seed():
     for name in ("numpy", "torch"):
         backend, device = _backend_device(name)
-        ops = ArrayOps(backend, device)
+        ops = array_ops(backend, device)
         first, again, other = (ops.to_host64(device_random(ops, s).normal((1000,), "float32")) for s in (7, 7, 8))
         assert np.array_equal(first, again) and not np.array_equal(first, other)
         assert abs(first.mean()) < 0.15 and 0.85 < first.std() < 1.15

@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from accelbench.backends.arrays import ArrayNamespace
+
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -30,6 +32,9 @@ class Backend:
     name: str = ""
     #: True where kernels run asynchronously to the host (so timing without sync would be wrong)
     asynchronous: bool = False
+    #: the kernel source a workload may bring for this backend ("opencl-c"), for kernel-only
+    #: backends that offer build_kernel / launch / buffer; None where there is none
+    kernel_language: str | None = None
 
     # -- discovery -------------------------------------------------------------------------
     def availability(self) -> Availability:
@@ -46,6 +51,13 @@ class Backend:
     def versions(self) -> dict[str, str]:
         """Framework versions worth recording with every result."""
         return {}
+
+    def reach_id(self, device: Any) -> str | None:
+        """The id this backend knows inventory `device` (a devices.model.Device) by, where an
+        installed package lets it reach the device; None where it does not. Judged from what is
+        installed, never by importing the framework: `accelbench info` asks it of every device.
+        backends/device_reach.py adds the answers to the inventory's `reach`."""
+        return None
 
     def unreached_reason(self, device: Any) -> str | None:
         """Why this backend does not measure inventory `device` (a devices.model.Device), with the
@@ -96,6 +108,12 @@ class Backend:
     def namespace(self, device: str) -> Any:
         """The array namespace (numpy, torch, jax.numpy, cupy), or None for kernel-only backends."""
         return None
+
+    def arrays(self, device: str) -> ArrayNamespace | None:
+        """The namespace on `device` with the calls frameworks spell differently (array creation,
+        casts, gathers, the framework's random generator); None for kernel-only backends. A backend
+        whose framework spells them otherwise than numpy returns its own ArrayNamespace subclass."""
+        return None if self.namespace(device) is None else ArrayNamespace(self, device)
 
     def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
         """Uniform [-1, 1) random numbers made on the device (never zeros, never copied from host)."""

@@ -8,10 +8,12 @@ The framework can be injected (`CupyBackend(cupy_module=fake)`) so the logic is 
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
+from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
 from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
@@ -142,6 +144,15 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
     def namespace(self, device: str) -> Any:
         return self._cupy()
 
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices import frameworks
+
+        index = device.visible_index
+        return f"cuda:{index}" if index is not None and device.vendor == "NVIDIA" and frameworks.installed("cupy") else None
+
+    def arrays(self, device: str) -> CupyArrays:
+        return CupyArrays(self, device)
+
     def _xp(self, array: Any) -> Any:
         return self._module
 
@@ -178,3 +189,35 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
 
     def elementwise(self, a, out):
         return self._kernel("elementwise", "T a", "out = a * a + a")(a, out)
+
+
+class CupyRandom(DeviceRandom):
+    name = "cupy Generator"
+
+    def __init__(self, ops, seed):
+        super().__init__(ops, seed)
+        with ops.on_device():
+            self.generator = ops.xp.random.default_rng(self.seed)
+
+    def normal(self, shape, dtype):
+        with self.ops.on_device():
+            return self.generator.standard_normal(shape, dtype=self.ops.dtype(dtype))
+
+    def uniform(self, shape, dtype):
+        with self.ops.on_device():
+            return self.generator.random(shape, dtype=self.ops.dtype(dtype))
+
+    def integers(self, high, shape):
+        with self.ops.on_device():
+            return self.generator.integers(0, high, size=shape)
+
+
+class CupyArrays(ArrayNamespace):
+    """cupy spells the calls as numpy does; creation needs the device made current."""
+
+    generator = CupyRandom
+
+    @contextlib.contextmanager
+    def on_device(self) -> Iterator[None]:
+        with self.probe.device:
+            yield

@@ -22,8 +22,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
 from accelbench.backends.base import Availability, Backend, LazyFramework
 from accelbench.errors import Unsupported, UsageError
+from accelbench.vocabulary import usable_cpus
 
 INSTALL_HINT = "pip install accelbench[jax]"
 INSTALL_URL = "https://docs.jax.dev/en/latest/installation.html"
@@ -44,9 +46,7 @@ def xla_cpu_threads() -> int:
     flags = os.environ.get("XLA_FLAGS", "")
     if re.search(r"--xla_cpu_multi_thread_eigen=(false|0)\b", flags):
         return 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def _gpu_vendor(device: Any) -> str:
@@ -80,6 +80,19 @@ class JaxBackend(LazyFramework, Backend):
         if not any(d.startswith(_GPU_PLATFORMS) for d in self._discover()):
             return Availability(True, f"cpu only: {self._no_gpu_reason('cuda')}")
         return Availability(True)
+
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices import frameworks
+
+        index = device.visible_index
+        if device.id == "cpu":
+            return "cpu:0" if frameworks.installed("jax") else None
+        if device.id == "mps":  # Apple GPUs: through the jax-metal package's plugin
+            return "METAL:0" if frameworks.installed("jax_plugins.metal_plugin") else None
+        if index is not None and device.vendor == "NVIDIA" and frameworks.jax_has_gpu_plugin():
+            return f"cuda:{index}"
+        rocm = any(frameworks.installed(p) for p in ("jax_rocm60_plugin", "jax_rocm7_plugin"))
+        return f"rocm:{index}" if index is not None and device.vendor == "AMD" and rocm else None
 
     def _no_gpu_reason(self, platform: str) -> str:
         """Why jax lists no GPU of `platform` ("cuda" or "rocm"), with the fix."""
@@ -203,6 +216,9 @@ class JaxBackend(LazyFramework, Backend):
     def namespace(self, device: str) -> Any:
         return self._jax().numpy
 
+    def arrays(self, device: str) -> JaxArrays:
+        return JaxArrays(self, device)
+
     def _dtype(self, dtype: str, device: str) -> Any:
         if dtype not in self.dtypes(device):
             raise Unsupported(f"jax has no {dtype} on {device} (it has {', '.join(self.dtypes(device))})")
@@ -271,3 +287,66 @@ class JaxBackend(LazyFramework, Backend):
                 f"with {count}; for one thread set XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
                 "before jax is imported")
         yield in_force
+
+
+class JaxRandom(DeviceRandom):
+    name = "jax.random (threefry)"
+
+    def __init__(self, ops, seed):
+        super().__init__(ops, seed)
+        import jax
+
+        self.random = jax.random
+        make_key = getattr(jax.random, "key", None) or jax.random.PRNGKey
+        with ops.on_device():
+            self.key = make_key(self.seed)
+
+    def _next(self):
+        self.key, sub = self.random.split(self.key)
+        return sub
+
+    def normal(self, shape, dtype):
+        with self.ops.on_device():
+            return self.random.normal(self._next(), shape, dtype=self.ops.dtype(dtype))
+
+    def uniform(self, shape, dtype):
+        with self.ops.on_device():
+            return self.random.uniform(self._next(), shape, dtype=self.ops.dtype(dtype))
+
+    def integers(self, high, shape):
+        with self.ops.on_device():
+            return self.random.randint(self._next(), shape, 0, high)
+
+
+class JaxArrays(ArrayNamespace):
+    """jax.numpy: arrays made under the device as default, functions jitted, results waited on."""
+
+    generator = JaxRandom
+    compiles_functions = True
+
+    @contextlib.contextmanager
+    def on_device(self) -> Iterator[None]:
+        import jax  # imported already: the backend gave us jax.numpy
+
+        (device,) = tuple(self.probe.devices())
+        with jax.default_device(device):
+            yield
+
+    @property
+    def index_dtype(self) -> str:
+        """int32 without x64 (enough below 2³¹ elements), else int64."""
+        return "int64" if "float64" in self.backend.dtypes(self.device) else "int32"
+
+    def median_rows(self, array: Any) -> Any:
+        return self.xp.sort(array, axis=1)[:, array.shape[1] // 2]  # the middle of each sorted row
+
+    def jit(self, function: Any) -> Any:
+        import jax
+
+        return jax.jit(function)
+
+    def ready(self, *arrays: Any) -> Any:
+        # the backend's synchronize() waits only on arrays it made itself: these are waited on here
+        for array in arrays:
+            array.block_until_ready()
+        return super().ready(*arrays)

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from accelbench.backends.arrays import NumpyArrays
 from accelbench.backends.base import ArrayNamespaceOps, Availability
 from accelbench.errors import Unsupported, UsageError
 
@@ -99,6 +100,12 @@ class NumpyBackend(ArrayNamespaceOps):
     def namespace(self, device: str) -> Any:
         _check_device(device)
         return np
+
+    def reach_id(self, device) -> str | None:
+        return DEVICE if device.id == DEVICE else None
+
+    def arrays(self, device: str) -> NumpyArrays:
+        return NumpyArrays(self, device)
 
     def _xp(self, array: Any) -> Any:
         return np

@@ -24,11 +24,13 @@ _DEVICE_TYPE_CPU = 2
 class OpenCLBackend(OpenCLKernelOps, Backend):
     name = "pyopencl"
     asynchronous = True
+    kernel_language = "opencl-c"
 
     def __init__(self) -> None:
         self._devices: dict[str, Any] | None = None  # accelbench id -> cl.Device
         self._states: dict[str, DeviceState] = {}
         self._kernels = KernelCache()
+        self._source_kernels: dict[tuple, Any] = {}  # (context, source, name) -> kernel
         self._id_by_device_ptr: dict[int, str] = {}
         self._dtypes: dict[str, tuple[str, ...]] = {}
 
@@ -197,6 +199,38 @@ class OpenCLBackend(OpenCLKernelOps, Backend):
     def threads(self, count: int | None) -> Iterator[int | None]:
         """PoCL fixes its thread count when it loads (POCL_MAX_PTHREAD_COUNT): nothing in force."""
         yield None
+
+    # -- a workload's own kernels (workloads/stats/opencl_runner.py) ----------------------------
+    def work_group_size(self, device: str) -> int:
+        """The 1-d work-group size to launch with: a power of two up to 256 the device accepts."""
+        return self._state(device).group_1d
+
+    def compute_units(self, device: str) -> int:
+        return self._state(device).compute_units
+
+    def buffer(self, shape: tuple[int, ...], dtype: Any, device: str) -> Any:
+        """An uninitialised device array of any numpy dtype (indices and counts too, unlike empty())."""
+        return pyopencl_array().Array(self._state(device).queue, tuple(shape), np.dtype(dtype))
+
+    def build_kernel(self, device: str, source: str, name: str) -> Any:
+        """Kernel `name` of the OpenCL C `source`, built for `device` once per backend.
+
+        Kernels are kept, not only programs: pyopencl makes a new kernel object on every retrieval."""
+        context = self._state(device).context
+        key = (context.int_ptr, source, name)
+        found = self._source_kernels.get(key)
+        if found is None:
+            found = self._source_kernels[key] = getattr(pyopencl().Program(context, source).build(), name)
+        return found
+
+    def launch(self, device: str, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               *args: Any) -> None:
+        """Enqueue `kernel` on `device`'s in-order queue (so synchronize() waits for it); device
+        arrays among `args` are passed as their buffers, numpy scalars as they are."""
+        state = self._state(device)
+        array_type = pyopencl_array().Array
+        state.last_event = kernel(state.queue, global_size, local_size,
+                                  *(a.data if isinstance(a, array_type) else a for a in args))
 
     # -- internals -------------------------------------------------------------------------
     def _kernel(self, state: DeviceState, dtype: str, family: str, name: str,

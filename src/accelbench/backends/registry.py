@@ -12,7 +12,7 @@ from typing import Any
 
 from accelbench.backends.base import Availability, Backend
 from accelbench.errors import UsageError
-from accelbench.plugins import BACKENDS_GROUP, entry_point_targets, import_target
+from accelbench.plugins import BACKENDS_GROUP, import_target, plugin_targets
 
 ENTRY_POINT_GROUP = BACKENDS_GROUP
 
@@ -35,14 +35,10 @@ class BackendLoadError(ImportError):
     """A backend's own module or class could not be loaded (not: its framework is missing)."""
 
 
-def _entry_point_targets() -> dict[str, str]:
-    return entry_point_targets(ENTRY_POINT_GROUP)
-
-
 def _targets() -> dict[str, Any]:
-    """Every known backend: built-ins, then entry points (which may replace them), then registered."""
-    targets: dict[str, Any] = dict(BUILTIN_BACKENDS)
-    targets.update(_entry_point_targets())
+    """Every known backend: built-ins, then entry points (plugins.plugin_targets: none may take a
+    built-in's name), then those registered in this process (which may)."""
+    targets: dict[str, Any] = plugin_targets(ENTRY_POINT_GROUP, BUILTIN_BACKENDS)
     targets.update(_registered)
     return targets
 

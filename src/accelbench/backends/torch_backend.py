@@ -8,13 +8,13 @@ cuda:N here is the same GPU as NVML's (and nvidia-smi's) index N. The framework 
 from __future__ import annotations
 
 import contextlib
-import re
 import warnings
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
+from accelbench.devices.cuda_arch import arch_list_supports, parse_capability, parse_cuda_target
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[torch]"
@@ -40,34 +40,6 @@ def _safely(probe: Callable[[], Any], default: Any) -> Any:
             return probe()
     except Exception:  # noqa: BLE001 - discovery reports what it can and never raises
         return default
-
-
-def parse_cuda_target(arch: str) -> tuple[str, tuple[int, int]] | None:
-    """"sm_90" -> ("sm", (9, 0)); "compute_120" -> ("compute", (12, 0)); "sm_90a" -> ("sm", (9, 0))."""
-    found = re.fullmatch(r"(sm|compute)_(\d+)(\d)[a-z]?", arch.strip())
-    return (found.group(1), (int(found.group(2)), int(found.group(3)))) if found else None
-
-
-def arch_list_supports(arch_list: list[str], capability: tuple[int, int]) -> bool:
-    """Whether a build for `arch_list` (torch.cuda.get_arch_list()) runs on a GPU of `capability`:
-    a cubin (sm_XY) runs on the same major version at an equal or newer minor; PTX (compute_XY)
-    is compiled by the driver for any equal or newer GPU."""
-    for target in filter(None, map(parse_cuda_target, arch_list)):
-        kind, (major, minor) = target
-        if kind == "sm" and major == capability[0] and minor <= capability[1]:
-            return True
-        if kind == "compute" and (major, minor) <= tuple(capability):
-            return True
-    return False
-
-
-def parse_capability(value: Any) -> tuple[int, int] | None:
-    """"3.5" or (3, 5) -> (3, 5); anything else -> None."""
-    parts = str(value).split(".") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
-    try:
-        return (int(parts[0]), int(parts[1])) if len(parts) == 2 else None
-    except (TypeError, ValueError):
-        return None
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
@@ -166,6 +138,17 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
                     f"an older release ({PREVIOUS_VERSIONS_URL})")
         return (f"compute capability {cc} has no kernels in the installed torch {version} (built for {have}): "
                 f"install a newer torch ({INSTALL_URL})")
+
+    def reach_id(self, device) -> str | None:
+        from accelbench.devices import frameworks
+
+        if not frameworks.installed("torch"):
+            return None
+        if device.id in ("cpu", "mps"):
+            return device.id
+        index, build = device.visible_index, frameworks.torch_build()
+        wanted = {"NVIDIA": "cuda", "AMD": "hip"}.get(device.vendor)
+        return f"cuda:{index}" if index is not None and wanted and build.get(wanted) else None  # ROCm keeps "cuda"
 
     def unreached_reason(self, device) -> str | None:
         """Why torch does not measure inventory `device`, with the fix; None for ids it has nothing to do with."""
@@ -337,6 +320,11 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
     # -- arrays on the device ------------------------------------------------------------------
     def namespace(self, device: str) -> Any:
         return self._torch()
+
+    def arrays(self, device: str) -> Any:
+        from accelbench.backends.torch_arrays import TorchArrays
+
+        return TorchArrays(self, device)
 
     def _xp(self, array: Any) -> Any:
         return self._module

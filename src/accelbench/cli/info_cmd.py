@@ -4,16 +4,16 @@ from __future__ import annotations
 import json
 import sys
 
-from accelbench.devices.inventory import DEFAULT_PROBES, PROBES
+from accelbench.devices.inventory import probe_names
 
 
 def add_arguments(parser) -> None:
     from accelbench.cli import validate
 
     parser.add_argument("--json", action="store_true", help="print the inventory as JSON (schema: docs/info-schema.md)")
-    parser.add_argument("--probe", metavar="NAMES", type=validate.choice_list(lambda: PROBES, extra=("all",)),
-                        help=f"comma-separated probes to run, or 'all' (known: {', '.join(PROBES)}; "
-                             f"default: {','.join(DEFAULT_PROBES)})")
+    parser.add_argument("--probe", metavar="NAMES", type=validate.choice_list(probe_names, extra=("all",)),
+                        help=f"comma-separated probes to run, or 'all' (known: {', '.join(probe_names())}; "
+                             "default: all but the framework probes, which import their framework)")
     parser.add_argument("--all", action="store_true", help="run every probe, the framework ones too (slower)")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database to read measured peaks from")
     parser.add_argument("--schema", action="store_true", help="print the JSON schema of --json output and exit")

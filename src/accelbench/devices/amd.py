@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
-from accelbench.devices import datasheets, frameworks
+from accelbench.devices import datasheets
 from accelbench.devices.model import NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, Device
 from accelbench.devices.nvidia import normalize_pci_bus_id, visible_order
 from accelbench.devices.probing import ProbeFailure
@@ -296,31 +296,19 @@ def _visible(env: Mapping[str, str], count: int) -> tuple[list[int], list[str]]:
     return order, warnings
 
 
-def rocm_frameworks() -> tuple[tuple[str, str], ...]:
-    """(framework, device-id prefix it uses) for frameworks that can reach AMD GPUs here."""
-    found = []
-    if frameworks.installed("torch") and frameworks.torch_build().get("hip"):
-        found.append(("torch", "cuda"))  # ROCm torch keeps the "cuda" device type
-    if any(frameworks.installed(p) for p in ("jax_rocm60_plugin", "jax_rocm7_plugin")):
-        found.append(("jax", "rocm"))
-    return tuple(found)
-
-
 def _devices(records: list[dict[str, Any]], notes: list[str], env: Mapping[str, str]) -> list[Device]:
     order, visibility_warnings = _visible(env, len(records))
-    reachers = rocm_frameworks()
     devices = []
     for index, record in enumerate(records):
         warnings = notes + visibility_warnings
         visible_index = order.index(index) if index in order else None
         if visible_index is None:
             warnings.append("hidden by ROCR_/HIP_VISIBLE_DEVICES: no framework in this process can reach it")
-        reach = {fw: f"{prefix}:{visible_index}" for fw, prefix in reachers} if visible_index is not None else {}
         source = record.pop("source")
         name = record.pop("name", None) or f"AMD GPU (PCI device {record.get('pci_device_id', 'unknown')})"
         properties = {**record, "hip_visible_index": visible_index}
         devices.append(Device(
             id=f"rocm:{index}", kind="gpu", vendor="AMD", name=name, source=source,
             memory_bytes=record.get("memory_total_bytes"), properties=properties,
-            peaks=datasheets.table_peaks(name), reach=reach, warnings=tuple(warnings)))
+            peaks=datasheets.table_peaks(name), warnings=tuple(warnings)))
     return devices

@@ -1,5 +1,7 @@
 """The GPU of an Apple silicon Mac, from two sysctl values (no framework needed).
 
+Which frameworks reach it is the backends' to say (Backend.reach_id, backends/device_reach.py).
+
 `sysctl -n machdep.cpu.brand_string` names the chip ("Apple M2"), `hw.memsize` gives the
 memory, which the GPU shares with the CPU. The GPU core count is not in sysctl, so datasheet
 figures that depend on it say which configuration they are for.
@@ -10,7 +12,7 @@ import platform
 import subprocess
 from typing import Callable
 
-from accelbench.devices import datasheets, frameworks
+from accelbench.devices import datasheets
 from accelbench.devices.model import ERROR, NOT_SUPPORTED, Device
 from accelbench.devices.probing import ProbeFailure
 
@@ -46,7 +48,7 @@ def probe(sysctl: Callable[[str], str] | None = None,
     properties = {"chip_name": chip, "unified_memory": True, "memory_total_bytes": memory_bytes,
                   "memory_note": "unified: shared with the CPU, not all of it usable by the GPU"}
     return [Device(id="mps", kind="gpu", vendor="Apple", name=name, source="sysctl", memory_bytes=memory_bytes,
-                   properties=properties, peaks=datasheets.table_peaks(name), reach=_reach(),
+                   properties=properties, peaks=datasheets.table_peaks(name),
                    warnings=tuple(warnings))]
 
 
@@ -57,11 +59,3 @@ def _translated(read: Callable[[str], str]) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
 
-
-def _reach() -> dict[str, str]:
-    reach = {}
-    if frameworks.installed("torch"):
-        reach["torch"] = "mps"
-    if frameworks.installed("jax_plugins.metal_plugin"):  # the jax-metal package
-        reach["jax"] = "METAL:0"
-    return reach

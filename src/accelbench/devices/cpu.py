@@ -11,15 +11,15 @@ import re
 
 from accelbench.devices import blas, cpu_isa
 from accelbench.devices.cpu_clock import estimate_running_clock
-from accelbench.devices.frameworks import installed
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.devices.sysfs import SysReader, parse_cpu_list, parse_size_bytes
+from accelbench.vocabulary import usable_cpus
 
 CPU_ROOT = "sys/devices/system/cpu"
 
 
 def probe(reader: SysReader | None = None, measure_clock: bool = True, live: bool = True) -> list[Device]:
-    """`live` adds what only the running process can know: BLAS libraries, affinity, frameworks."""
+    """`live` adds what only the running process can know: BLAS libraries, affinity."""
     reader = reader or SysReader("/")
     cpuinfo = parse_cpuinfo(reader.text("proc/cpuinfo") or "")
     if not cpuinfo and live:
@@ -36,14 +36,11 @@ def probe(reader: SysReader | None = None, measure_clock: bool = True, live: boo
     if basis_warning:
         warnings.append(basis_warning)
     peaks = formula_peaks(props, rates)
-    reach = {"numpy": "cpu"}
-    if live:
-        reach.update({name: rid for name, rid in (("torch", "cpu"), ("jax", "cpu:0")) if installed(name)})
     return [Device(
         id="cpu", kind="cpu", vendor=props.get("vendor") or "unknown", name=props.get("model") or "unknown CPU",
         source="procfs" if cpuinfo.get("_source") == "procfs" else cpuinfo.get("_source", "procfs"),
         memory_bytes=props.get("memory_total_bytes"), properties=props, peaks=peaks,
-        reach=reach, warnings=tuple(warnings),
+        warnings=tuple(warnings),
     )]
 
 
@@ -182,8 +179,7 @@ def _memory(reader: SysReader) -> dict:
 
 def _live_properties() -> dict:
     props: dict = {}
-    if hasattr(os, "sched_getaffinity"):
-        props["usable_cpus"] = len(os.sched_getaffinity(0))
+    props["usable_cpus"] = usable_cpus()
     props["blas_libraries"] = blas.loaded_libraries()
     props["thread_environment"] = blas.thread_environment()
     return props

@@ -9,9 +9,11 @@ numbers differ too much between generations (64 vs 128 vs 192 cores per SM, FP64
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 PROGRAMMING_GUIDE = "CUDA C++ Programming Guide, arithmetic instruction throughput table"
 
@@ -96,3 +98,32 @@ def lookup(compute_capability: str | Sequence[int]) -> tuple[CudaArch | None, st
 
 def known_compute_capabilities() -> tuple[str, ...]:
     return tuple(_TABLE)
+
+
+# -- compute capabilities as builds and drivers write them ------------------------------------------
+def parse_cuda_target(arch: str) -> tuple[str, tuple[int, int]] | None:
+    """"sm_90" -> ("sm", (9, 0)); "compute_120" -> ("compute", (12, 0)); "sm_90a" -> ("sm", (9, 0))."""
+    found = re.fullmatch(r"(sm|compute)_(\d+)(\d)[a-z]?", arch.strip())
+    return (found.group(1), (int(found.group(2)), int(found.group(3)))) if found else None
+
+
+def arch_list_supports(arch_list: list[str], capability: tuple[int, int]) -> bool:
+    """Whether a build for `arch_list` (torch.cuda.get_arch_list()) runs on a GPU of `capability`:
+    a cubin (sm_XY) runs on the same major version at an equal or newer minor; PTX (compute_XY)
+    is compiled by the driver for any equal or newer GPU."""
+    for target in filter(None, map(parse_cuda_target, arch_list)):
+        kind, (major, minor) = target
+        if kind == "sm" and major == capability[0] and minor <= capability[1]:
+            return True
+        if kind == "compute" and (major, minor) <= tuple(capability):
+            return True
+    return False
+
+
+def parse_capability(value: Any) -> tuple[int, int] | None:
+    """"3.5" or (3, 5) -> (3, 5); anything else -> None."""
+    parts = str(value).split(".") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+    try:
+        return (int(parts[0]), int(parts[1])) if len(parts) == 2 else None
+    except (TypeError, ValueError):
+        return None

@@ -1,7 +1,9 @@
 """The device inventory: run the probes, merge what they say about each device, add measured ceilings.
 
-Light probes (cpu, nvidia, amd, apple, opencl) run by default and keep `accelbench info` under a
-second; framework probes (torch, jax) import their framework and run only when asked for.
+Probes are plugins (entry-point group `accelbench.probes`, accelbench/plugins.py): a target is a
+function returning a list of Devices. Light probes run by default and keep `accelbench info` under
+a second; a probe whose module sets `ON_DEMAND = True` (torch, jax: they import their framework)
+runs only when asked for.
 """
 from __future__ import annotations
 
@@ -18,20 +20,20 @@ from accelbench._version import __version__
 from accelbench.devices.model import Device, PeakFigure, ProbeReport
 from accelbench.devices.probing import run_probe
 from accelbench.errors import UsageError
+from accelbench.plugins import PROBES_GROUP, load_target, plugin_targets
 
 SCHEMA_VERSION = 1
 
-# probe name -> (module, what it reads)
-PROBES: dict[str, tuple[str, str]] = {
-    "cpu": ("accelbench.devices.cpu", "/proc, /sys, threadpoolctl"),
-    "nvidia": ("accelbench.devices.nvidia", "NVML (nvidia-ml-py)"),
-    "amd": ("accelbench.devices.amd", "amdsmi, or /sys/class/drm"),
-    "apple": ("accelbench.devices.apple", "sysctl on macOS"),
-    "opencl": ("accelbench.devices.opencl", "PyOpenCL"),
-    "torch": ("accelbench.devices.torch_probe", "PyTorch (imports torch: slower)"),
-    "jax": ("accelbench.devices.jax_probe", "JAX (imports jax: slower)"),
+# name -> "module:function"; the same as pyproject.toml, for source trees without metadata
+BUILTIN_PROBES: dict[str, str] = {
+    "cpu": "accelbench.devices.cpu:probe",              # /proc, /sys, threadpoolctl
+    "nvidia": "accelbench.devices.nvidia:probe",        # NVML (nvidia-ml-py)
+    "amd": "accelbench.devices.amd:probe",              # amdsmi, or /sys/class/drm
+    "apple": "accelbench.devices.apple:probe",          # sysctl on macOS
+    "opencl": "accelbench.devices.opencl:probe",        # PyOpenCL
+    "torch": "accelbench.devices.torch_probe:probe",    # imports torch: on demand
+    "jax": "accelbench.devices.jax_probe:probe",        # imports jax: on demand
 }
-DEFAULT_PROBES = ("cpu", "nvidia", "amd", "apple", "opencl")
 
 # environment variables that decide which devices a framework sees, or how it runs
 DEVICE_ENV_VARS = (
@@ -61,23 +63,47 @@ class Inventory:
         }
 
 
+def probe_targets() -> dict[str, str]:
+    """Every probe: name -> "module:function", built-ins first."""
+    return plugin_targets(PROBES_GROUP, BUILTIN_PROBES)
+
+
+def probe_names() -> tuple[str, ...]:
+    return tuple(probe_targets())
+
+
+def default_probes() -> tuple[str, ...]:
+    """The probes `accelbench info` runs unasked: all but those whose module is ON_DEMAND."""
+    return tuple(name for name, target in probe_targets().items() if not _on_demand(target))
+
+
+def _on_demand(target: str) -> bool:
+    try:
+        module = importlib.import_module(target.partition(":")[0])
+    except Exception:  # noqa: BLE001 - a broken probe runs by default, so its failure is shown
+        return False
+    return bool(getattr(module, "ON_DEMAND", False))
+
+
 def parse_probe_names(text: str | None) -> tuple[str, ...]:
     """'cpu,torch' -> ('cpu', 'torch'); 'all' -> every probe; None -> the light defaults."""
     if not text:
-        return DEFAULT_PROBES
+        return default_probes()
+    known = probe_names()
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if names == ("all",):
-        return tuple(PROBES)
-    unknown = [n for n in names if n not in PROBES]
+        return known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError(f"unknown probe {', '.join(map(repr, unknown))}; accepted: {', '.join(PROBES)}, all")
+        raise UsageError(f"unknown probe {', '.join(map(repr, unknown))}; accepted: {', '.join(known)}, all")
     return names
 
 
-def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES) -> Inventory:
+def collect_inventory(probes: Iterable[str] | None = None) -> Inventory:
     """What the probes find. Measured ceilings are the results store's to give (with_measured_peaks;
-    store/ceilings.py measured_inventory reads them): the inventory never opens the store."""
-    reports = [run_probe(name, _loader(name)) for name in probes]
+    store/ceilings.py measured_inventory reads them): the inventory never opens the store.
+    `probes`: names (None: the defaults)."""
+    reports = [run_probe(name, _loader(name)) for name in (default_probes() if probes is None else probes)]
     devices = merge_devices(d for report in reports for d in report.devices)
     return Inventory(host=host_info(), probes=tuple(reports), devices=tuple(devices),
                      environment={k: os.environ[k] for k in DEVICE_ENV_VARS if k in os.environ})
@@ -85,8 +111,7 @@ def collect_inventory(probes: Iterable[str] = DEFAULT_PROBES) -> Inventory:
 
 def _loader(name: str) -> Callable[[], list[Device]]:
     def load_and_probe() -> list[Device]:
-        module = importlib.import_module(PROBES[name][0])
-        return module.probe()
+        return load_target(probe_targets()[name])()
     return load_and_probe
 
 

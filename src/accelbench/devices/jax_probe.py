@@ -13,6 +13,9 @@ from accelbench.devices.model import NOT_INSTALLED, Device
 from accelbench.devices.probing import ProbeFailure
 from accelbench.devices.torch_probe import accelerator_id
 
+# it imports its framework: `accelbench info` runs it only when asked for (devices/inventory.py)
+ON_DEMAND = True
+
 INSTALL_HINT = "pip install accelbench[jax]"
 # jax platform name -> (accelbench id prefix, kind, vendor)
 _PLATFORMS = {

@@ -93,6 +93,16 @@ class Device:
                     return figure
         return None
 
+    @property
+    def visible_index(self) -> int | None:
+        """The index frameworks in this process number this GPU by (CUDA_/HIP_VISIBLE_DEVICES
+        applied); None where the variable hides it, or for a device that is not a numbered GPU."""
+        for key in ("cuda_visible_index", "hip_visible_index"):
+            value = self.properties.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -1,8 +1,9 @@
 """NVIDIA GPUs through NVML: what each board is, and the peaks its numbers imply.
 
 Ids are `cuda:N` with N counted in PCI bus order over every GPU NVML sees, whatever
-CUDA_VISIBLE_DEVICES says; `reach` gives the index a framework in this process uses, which
-is relative to the visible list. Formula peaks use only what NVML reported plus the
+CUDA_VISIBLE_DEVICES says; the `cuda_visible_index` property gives the index a framework in
+this process uses, which is relative to the visible list (which frameworks reach the GPU is the
+backends' to say: backends/device_reach.py). Formula peaks use only what NVML reported plus the
 compute-capability table: where an input is missing, the peak is missing, with a warning.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from accelbench.devices import cuda_arch, datasheets, frameworks, nvml_adapter
+from accelbench.devices import cuda_arch, datasheets, nvml_adapter
 from accelbench.devices.model import (
     ERROR, NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, VERSION_MISMATCH, Device, PeakFigure,
 )
@@ -275,18 +276,6 @@ def _resolve_visible_entry(entry: str, uuids: Sequence[str | None]) -> int | Non
     return None
 
 
-def cuda_frameworks() -> tuple[str, ...]:
-    """The installed frameworks that can put work on an NVIDIA GPU from this process."""
-    found = []
-    if frameworks.installed("torch") and frameworks.torch_build().get("cuda"):
-        found.append("torch")
-    if frameworks.installed("cupy"):
-        found.append("cupy")
-    if frameworks.jax_has_gpu_plugin():
-        found.append("jax")
-    return tuple(found)
-
-
 def _devices(readings: list[_Reading], system: dict[str, Any], env: Mapping[str, str]) -> list[Device]:
     spec = env.get("CUDA_VISIBLE_DEVICES")
     order, visibility_warnings = visible_order(spec, [r.values.get("uuid") for r in readings])
@@ -295,7 +284,6 @@ def _devices(readings: list[_Reading], system: dict[str, Any], env: Mapping[str,
     if len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         order_warning = ("CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ, so CUDA numbers the fastest "
                          "first and framework indices may not follow cuda:N; set CUDA_DEVICE_ORDER=PCI_BUS_ID")
-    reachers = cuda_frameworks()
     devices = []
     for pci_index, reading in enumerate(readings):
         warnings = list(visibility_warnings)
@@ -304,13 +292,12 @@ def _devices(readings: list[_Reading], system: dict[str, Any], env: Mapping[str,
             warnings.append(f"hidden by CUDA_VISIBLE_DEVICES={spec!r}: no framework in this process can reach it")
         elif order_warning:
             warnings.append(order_warning)
-        reach = {fw: f"cuda:{visible_index}" for fw in reachers} if visible_index is not None else {}
-        devices.append(_device(pci_index, reading, system, reach, visible_index, warnings))
+        devices.append(_device(pci_index, reading, system, visible_index, warnings))
     return devices
 
 
-def _device(pci_index: int, reading: _Reading, system: dict[str, Any], reach: dict[str, str],
-            visible_index: int | None, warnings: list[str]) -> Device:
+def _device(pci_index: int, reading: _Reading, system: dict[str, Any], visible_index: int | None,
+            warnings: list[str]) -> Device:
     v = reading.values
     cores_error = reading.missing.get("cuda_cores")
     result = formula_peaks(
@@ -323,7 +310,7 @@ def _device(pci_index: int, reading: _Reading, system: dict[str, Any], reach: di
     return Device(
         id=f"cuda:{pci_index}", kind="gpu", vendor="NVIDIA", name=name, source="nvml",
         memory_bytes=props.get("memory_total_bytes"), properties=props,
-        peaks=result.peaks + datasheets.table_peaks(name), reach=reach,
+        peaks=result.peaks + datasheets.table_peaks(name),
         warnings=tuple(reading.warnings() + list(result.warnings) + warnings),
     )
 

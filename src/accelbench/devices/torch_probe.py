@@ -15,6 +15,9 @@ from accelbench.devices import datasheets, nvidia
 from accelbench.devices.model import NOT_INSTALLED, Device, PeakFigure
 from accelbench.devices.probing import ProbeFailure
 
+# it imports its framework: `accelbench info` runs it only when asked for (devices/inventory.py)
+ON_DEMAND = True
+
 INSTALL_HINT = "pip install accelbench[torch]"
 
 

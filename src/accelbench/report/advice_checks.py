@@ -63,7 +63,8 @@ def check_failures(rows: list[Row]) -> list[Finding]:
     return out
 
 
-def usable_cpus(devices: dict, machine: dict) -> int | None:
+def recorded_usable_cpus(devices: dict, machine: dict) -> int | None:
+    """The CPUs the run could use, as its inventory recorded them (not this process's: vocabulary.usable_cpus)."""
     cpu = devices.get("cpu")
     value = cpu.properties.get("usable_cpus") if cpu is not None else None
     if value is None:
@@ -75,7 +76,7 @@ def usable_cpus(devices: dict, machine: dict) -> int | None:
 
 def thread_baseline(rows: list[Row], devices: dict, machine: dict) -> list[Finding]:
     """A CPU baseline on fewer threads than the machine can use makes every speed-up look bigger."""
-    cores = usable_cpus(devices, machine)
+    cores = recorded_usable_cpus(devices, machine)
     if not cores:
         return []
     short = [r for r in rows if r.baseline_role == "cpu_all_cores" and r.measurement.threads

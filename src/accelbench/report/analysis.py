@@ -13,7 +13,7 @@ from accelbench.devices.model import Device
 from accelbench.results import Measurement
 from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32, PairedSamples,
                                         SpeedupCI, Speedups, baseline_key, cpu_baselines)
-from accelbench.store.ceilings import DTYPE_METRIC, best_ceilings, ceiling_metric  # noqa: F401 - DTYPE_METRIC re-exported
+from accelbench.store.ceilings import best_ceilings, ceiling_metric
 from accelbench.timing import stats
 
 

@@ -7,34 +7,57 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from accelbench.devices.model import Device, PeakFigure
 from accelbench.results import Measurement, Skip
 from accelbench.report.analysis import Row, analyse
+from accelbench.vocabulary import ITEMSIZE
 
-ITEMSIZE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 SIZE_PARAMS = ("n", "bytes")  # the parameter that sets a workload's problem size
 
 
 @dataclass
 class RunData:
-    """One stored run, analysed: rows (measurements with rates and speed-ups), skips, devices."""
+    """One stored run: its results, skips and machine snapshot, the devices rebuilt from that
+    snapshot and, for a report, its analysed rows. Read from a database (load_run here, or
+    report/compare/sources.py) or from an exported file (report/compare/sources.py)."""
 
     run_id: str
-    info: Any                      # store.db.RunInfo
-    machine: dict[str, Any]
-    measurements: list[Measurement]
-    skips: list[Skip]
-    devices: dict[str, Device] = field(default_factory=dict)
+    info: Any = None                 # store.db.RunInfo, where the run was read from a database
+    machine: dict[str, Any] = field(default_factory=dict)
+    measurements: Sequence[Measurement] = ()
+    skips: list[Skip] = field(default_factory=list)
+    devices: dict[str, Device] = field(default_factory=dict)   # rebuilt from `machine` when not given
     rows: list[Row] = field(default_factory=list)
     colours: dict[str, str] = field(default_factory=dict)  # series label -> colour, one mapping per report
+    source: str = ""                 # the database or file it was read from
+    selection: dict[str, Any] = field(default_factory=dict)
+    accelbench_version: str = ""
+    started_at: str = ""
+    status: str = "complete"
+
+    def __post_init__(self) -> None:
+        if not self.devices:
+            self.devices = devices_from_machine(self.machine)
 
     @property
-    def usable_cpus(self) -> int | None:
-        cpu = self.devices.get("cpu")
-        value = cpu.properties.get("usable_cpus") if cpu else None
-        return int(value) if isinstance(value, (int, float)) and value > 0 else None
+    def hostname(self) -> str:
+        return str(self.machine.get("hostname") or getattr(self.info, "hostname", "") or "")
+
+    def device_records(self) -> dict[str, dict[str, Any]]:
+        """Device id -> the inventory's record of it (name, properties, peaks), as stored."""
+        inventory = self.machine.get("inventory") or {}
+        return {str(d.get("id")): d for d in inventory.get("devices", []) if isinstance(d, dict)}
+
+    def device_name(self, device_id: str) -> str:
+        device = self.devices.get(device_id)
+        return device.name if device is not None and device.name else device_id
+
+    @property
+    def label(self) -> str:
+        status = "" if self.status == "complete" else f", {self.status}"  # an interrupted run is partial
+        return f"{self.run_id} ({self.hostname or 'unknown host'}{status})"
 
 
 def device_from_dict(data: dict[str, Any]) -> Device:
@@ -63,10 +86,11 @@ def devices_from_machine(machine: dict[str, Any]) -> dict[str, Device]:
 def load_run(store, run_id: str) -> RunData:
     machine = store.machine(run_id)
     devices = devices_from_machine(machine)
-    measurements = store.results(run_id)
-    return RunData(run_id=run_id, info=store.run_info(run_id), machine=machine,
-                   measurements=measurements, skips=store.skips(run_id), devices=devices,
-                   rows=analyse(measurements, devices, store.speedups(run_id)))
+    measurements, info = store.results(run_id), store.run_info(run_id)
+    return RunData(run_id=run_id, info=info, machine=machine, measurements=measurements, skips=store.skips(run_id),
+                   devices=devices, rows=analyse(measurements, devices, store.speedups(run_id)),
+                   source=str(store.path), selection=dict(info.selection), accelbench_version=info.accelbench_version,
+                   started_at=info.started_at, status=info.status)
 
 
 def load_runs(store, refs: Iterable[str]) -> list[RunData]:
@@ -98,7 +122,7 @@ def size_of(spec) -> float | None:
 
 def matmul_footprint_bytes(n: int, dtype: str) -> int:
     """A, B and C: 3 × n² × itemsize, the memory the seed 000 chart labels each order with."""
-    return 3 * int(n) ** 2 * ITEMSIZE_BYTES.get(dtype, 8)
+    return 3 * int(n) ** 2 * ITEMSIZE.get(dtype, 8)
 
 
 def valid_rows(rows: Iterable[Row], workload: str | None = None) -> list[Row]:

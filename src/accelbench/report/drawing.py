@@ -9,25 +9,18 @@ drawn here, one after another. Either way the figures are the same.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from accelbench.report.data import RunData
 from accelbench.report.figures import FigureResult, figure_builders
+from accelbench.vocabulary import usable_cpus
 
 PARALLEL_FROM_RESULTS = 2000  # below this, starting workers costs more than it saves
 MAX_WORKERS = 8
 
 _RUNS: list[RunData] = []  # what forked workers read, set just before they start
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 # frameworks that run native threads: forking a process that loaded one may deadlock the child
@@ -48,7 +41,7 @@ def draw_all(runs: list[RunData], meanwhile: Callable[[], None] = lambda: None) 
     from accelbench.report.palette import assign_colours
 
     assign_colours(runs)  # one colour per series across every figure and run of the report
-    workers = min(usable_cores(), MAX_WORKERS)
+    workers = min(usable_cpus(), MAX_WORKERS)
     results = sum(len(run.measurements) for run in runs)
     if workers < 2 or results < PARALLEL_FROM_RESULTS or not fork_is_safe():
         drawn = [[build(run) for build in figure_builders()] for run in runs]

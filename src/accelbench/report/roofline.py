@@ -14,8 +14,9 @@ from accelbench.devices.model import Device
 from accelbench.report.data import RunData, matmul_series, series_label, valid_rows
 from accelbench.report.figure_base import (OUTSIDE_RIGHT, FigureResult, finish, from_zero, keep_bars_narrow, log_axis,
                                            measured, new_figure, size)
-from accelbench.report.analysis import DTYPE_METRIC, Row
+from accelbench.report.analysis import Row
 from accelbench.units import format_si
+from accelbench.vocabulary import PEAK_METRIC
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -50,7 +51,7 @@ def device_ceilings(rows: list[Row], device_id: str, device: Device | None) -> d
         if rate and rate > compute.get(dtype, 0.0):
             compute[dtype] = rate
     sheet: dict[str, Any] = {}
-    for dtype, metric in DTYPE_METRIC.items():
+    for dtype, metric in PEAK_METRIC.items():
         if device is None:
             break
         stored = device.peak(metric, "measured")

@@ -12,7 +12,7 @@ from decimal import Decimal
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
-from accelbench.vocabulary import BASELINE_BACKEND, usable_cpus
+from accelbench.vocabulary import is_cpu_baseline, usable_cpus
 from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
 # 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
@@ -128,7 +128,7 @@ def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]
 def _thread_counts(backend: str, device: str, all_threads: int) -> list[int | None]:
     if device != "cpu":
         return [None]
-    if backend == BASELINE_BACKEND and all_threads > 1:
+    if is_cpu_baseline(backend, device) and all_threads > 1:  # the baseline on one core, and on all
         return [1, all_threads]
     return [all_threads]
 

@@ -74,9 +74,11 @@ def bytes_bound(device: Device) -> Bound | None:
 
 def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None:
     """The device whose physics bounds the rate: the one measured, except that an OpenCL device
-    of CPU type (PoCL) runs on the host CPU, and host↔device copies are bounded by the host."""
+    of CPU type (PoCL) runs on the host CPU, and host↔device copies are bounded by the host (a
+    device-to-device copy by the device's own memory)."""
     device = devices.get(m.spec.device)
-    if m.spec.workload == "memcpy" or (device is not None and device.kind == "cpu" and device.id != "cpu"):
+    host_link = m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d"
+    if host_link or (device is not None and device.kind == "cpu" and device.id != "cpu"):
         return devices.get("cpu") or device
     return device
 

@@ -20,7 +20,6 @@ from accelbench.results import Measurement, Spec
 from accelbench.timing import stats
 from accelbench.vocabulary import PEAK_METRIC
 
-DTYPE_METRIC = PEAK_METRIC
 BANDWIDTH = "memory_bandwidth"
 
 
@@ -52,7 +51,7 @@ def ceiling_metric(spec: Spec, device: Device | None) -> str | None:
     judged_against, _ = _declaration(spec.workload)
     if judged_against == BANDWIDTH:
         return BANDWIDTH
-    vector = DTYPE_METRIC.get(str(spec.param("dtype")))
+    vector = PEAK_METRIC.get(str(spec.param("dtype")))
     if judged_against is None or vector is None:
         return None
     if judged_against == "matrix" and device is not None and any(p.metric == f"{vector}_matrix" for p in device.peaks):
@@ -100,11 +99,13 @@ def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str,
 
 
 def measured_inventory(probes: Iterable[str] | None = None, db_path: str | None = None):
-    """The device inventory with this host's measured ceilings (from the results database at
-    `db_path`, or the default one) as "measured" peaks; none where there is no database yet."""
+    """The device inventory with what each installed backend reaches, and this host's measured
+    ceilings (from the results database at `db_path`, or the default one) as "measured" peaks; none
+    where there is no database yet."""
+    from accelbench.backends.device_reach import inventory
     from accelbench.devices import inventory as inventory_module
 
-    found = inventory_module.collect_inventory(*(() if probes is None else (tuple(probes),)))
+    found = inventory(None if probes is None else tuple(probes))
     return inventory_module.with_measured_peaks(found, _ceilings_at(db_path, found.devices))
 
 

@@ -129,6 +129,8 @@ _INIT_FAILURES = {
 class AmdsmiSource(Source):
     name = "amdsmi"
     vendor = "AMD"
+    families = ("rocm",)
+    takes_device_ids = True
 
     def __init__(self, wanted: Sequence[str] | None = None, amdsmi: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()

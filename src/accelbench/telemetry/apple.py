@@ -48,6 +48,7 @@ def parse_performance_statistics(text: str) -> dict[str, float]:
 class IoregSource(Source):
     name = "ioreg"
     vendor = "Apple"
+    families = ("mps",)
 
     def __init__(self, run: Callable[[], str] | None = None, system: str | None = None):
         super().__init__()

@@ -49,6 +49,7 @@ def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
 class PsutilSource(Source):
     name = "psutil"
     vendor = "CPU"
+    families = ("cpu",)
 
     def __init__(self, psutil_module: Any = None, cpufreq_dir: str = CPUFREQ_DIR):
         super().__init__()

@@ -127,10 +127,20 @@ class Source:
 
     name = "source"
     vendor = "unknown"
+    #: the device-id families it watches ("cpu" for "cpu", "cuda" for "cuda:0" ...)
+    families: tuple[str, ...] = ()
+    #: True where the constructor's first argument is the device ids asked for (None: all found)
+    takes_device_ids = False
 
     def __init__(self) -> None:
         self.devices: dict[str, DeviceInfo] = {}
         self.absent: dict[str, str] = {}   # device id asked for -> why this source does not cover it
+
+    @classmethod
+    def for_devices(cls, wanted: list[str] | None) -> "Source":
+        """A source for the asked-for device ids of its families (None: every one it finds).
+        Sources that watch the whole of their family (the CPU's) ignore the list."""
+        return cls(wanted) if cls.takes_device_ids else cls()  # type: ignore[call-arg]
 
     def open(self, now_s: float) -> None:
         raise NotImplementedError

@@ -79,6 +79,8 @@ def _init_failure(exc: Any) -> SourceUnavailable:
 class NvmlSource(Source):
     name = "nvml"
     vendor = "NVIDIA"
+    families = ("cuda",)
+    takes_device_ids = True
 
     def __init__(self, wanted: Sequence[str] | None = None, nvml: Any = None, calibrate_s: float = CALIBRATE_S):
         super().__init__()

@@ -35,6 +35,7 @@ def _read_file(path: Path) -> str:
 class RaplSource(Source):
     name = "rapl"
     vendor = "CPU energy (RAPL)"
+    families = ("cpu",)
 
     def __init__(self, root: str = POWERCAP_ROOT, read: Callable[[Path], str] = _read_file):
         super().__init__()

@@ -1,9 +1,23 @@
-"""Which telemetry source watches which device id, and what is said for devices nothing watches."""
+"""Which telemetry source watches which device id, and what is said for devices nothing watches.
+
+Sources are plugins (entry-point group `accelbench.telemetry`, accelbench/plugins.py): a target is
+a Source class that names the device-id `families` it watches and is made by `for_devices`.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
-from accelbench.telemetry.model import NO_TELEMETRY_API, NOT_SUPPORTED, NoData, Source
+from accelbench.plugins import TELEMETRY_GROUP, load_target, plugin_targets
+from accelbench.telemetry.model import ERROR, NO_TELEMETRY_API, NOT_SUPPORTED, NoData, Source
+
+# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
+BUILTIN_SOURCES: dict[str, str] = {
+    "psutil": "accelbench.telemetry.cpu:PsutilSource",
+    "rapl": "accelbench.telemetry.rapl:RaplSource",
+    "nvml": "accelbench.telemetry.nvml:NvmlSource",
+    "amdsmi": "accelbench.telemetry.amd:AmdsmiSource",
+    "ioreg": "accelbench.telemetry.apple:IoregSource",
+}
 
 OPENCL_REASON = ("OpenCL has no API for utilisation, power, clocks or temperature; the vendor's own "
                  "interface covers the same chip (NVML for NVIDIA, amdsmi for AMD; a PoCL device is the CPU, "
@@ -15,39 +29,50 @@ def family(device_id: str) -> str:
     return device_id.split(":", 1)[0]
 
 
+def source_targets() -> dict[str, str]:
+    """Every telemetry source: name -> "module:Class", built-ins first."""
+    return plugin_targets(TELEMETRY_GROUP, BUILTIN_SOURCES)
+
+
+def source_classes() -> tuple[dict[str, Any], list[NoData]]:
+    """name -> Source class for every source that loads; a NoData each for those that do not."""
+    classes: dict[str, Any] = {}
+    broken: list[NoData] = []
+    for name, target in source_targets().items():
+        try:
+            classes[name] = load_target(target)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the measurement
+            broken.append(NoData(name, name, ERROR, f"{target} could not be loaded: {type(exc).__name__}: {exc}"))
+    return classes, broken
+
+
 def default_sources(device_ids: Sequence[str] | None) -> tuple[list[Source], list[NoData]]:
     """The sources to open for these device ids (None: every device any source can find)."""
-    from accelbench.telemetry.amd import AmdsmiSource
-    from accelbench.telemetry.apple import IoregSource
-    from accelbench.telemetry.cpu import PsutilSource
-    from accelbench.telemetry.nvml import NvmlSource
-    from accelbench.telemetry.rapl import RaplSource
-
     wanted = list(device_ids) if device_ids is not None else None
-    families = {family(d) for d in wanted} if wanted is not None else {"cpu", "cuda", "rocm", "mps"}
+    classes, no_data = source_classes()
     sources: list[Source] = []
-    if "cpu" in families:
-        sources += [PsutilSource(), RaplSource()]
-    if "cuda" in families:
-        sources.append(NvmlSource([d for d in wanted if family(d) == "cuda"] if wanted else None))
-    if "rocm" in families:
-        sources.append(AmdsmiSource([d for d in wanted if family(d) == "rocm"] if wanted else None))
-    if "mps" in families:
-        sources.append(IoregSource())
-    no_data = unwatched(wanted or [])
+    for cls in classes.values():
+        mine = None if wanted is None else [d for d in wanted if family(d) in cls.families]
+        if mine is None or mine:
+            sources.append(cls.for_devices(mine or None))
+    watched = {f for cls in classes.values() for f in cls.families}
+    no_data += unwatched(wanted or [], watched)
     if wanted is None:  # said once for every OpenCL device there may be
         no_data.append(NoData("opencl", "OpenCL", NO_TELEMETRY_API, OPENCL_REASON))
     return sources, no_data
 
 
-def unwatched(device_ids: Sequence[str]) -> list[NoData]:
-    """What is said for asked-for devices that no source covers."""
+def unwatched(device_ids: Sequence[str], watched: set[str] | None = None) -> list[NoData]:
+    """What is said for asked-for devices that no source covers (`watched`: the families some
+    source watches; None: ask the installed sources)."""
+    if watched is None:
+        watched = {f for cls in source_classes()[0].values() for f in cls.families}
     no_data = []
     for device_id in device_ids:
         kind = family(device_id)
         if kind == "opencl":
             no_data.append(NoData("opencl", "OpenCL", NO_TELEMETRY_API, OPENCL_REASON, (device_id,)))
-        elif kind not in ("cpu", "cuda", "rocm", "mps"):
+        elif kind not in watched:
             no_data.append(NoData(kind, kind, NOT_SUPPORTED, f"no telemetry source knows {kind!r} devices",
                                   (device_id,)))
     return no_data

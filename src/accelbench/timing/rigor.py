@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelbench.errors import UsageError
+from accelbench.vocabulary import RIGOR_NAMES
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,16 @@ class Rigor:
             raise ValueError("max_warmup_samples must be >= 1")
 
 
-RIGORS: dict[str, Rigor] = {
-    "quick": Rigor("quick", target_rel_ci=0.05, budget_s=0.75, min_samples=10, max_samples=300,
-                   max_warmup_samples=10, max_warmup_s=0.15, min_block_s=0.001),
-    "standard": Rigor("standard", target_rel_ci=0.02, budget_s=3.0, min_samples=15, max_samples=1000,
-                      max_warmup_samples=20, max_warmup_s=0.5, min_block_s=0.002),
-    "rigorous": Rigor("rigorous", target_rel_ci=0.01, budget_s=15.0, min_samples=30, max_samples=5000,
-                      max_warmup_samples=50, max_warmup_s=3.0, min_block_s=0.005),
-}
-DEFAULT_RIGOR = "standard"
+QUICK, STANDARD, RIGOROUS = RIGOR_NAMES  # the names are the vocabulary's, written once
+RIGORS: dict[str, Rigor] = {level.name: level for level in (
+    Rigor(QUICK, target_rel_ci=0.05, budget_s=0.75, min_samples=10, max_samples=300,
+          max_warmup_samples=10, max_warmup_s=0.15, min_block_s=0.001),
+    Rigor(STANDARD, target_rel_ci=0.02, budget_s=3.0, min_samples=15, max_samples=1000,
+          max_warmup_samples=20, max_warmup_s=0.5, min_block_s=0.002),
+    Rigor(RIGOROUS, target_rel_ci=0.01, budget_s=15.0, min_samples=30, max_samples=5000,
+          max_warmup_samples=50, max_warmup_s=3.0, min_block_s=0.005),
+)}
+DEFAULT_RIGOR = STANDARD
 
 
 def get_rigor(rigor: Rigor | str) -> Rigor:

@@ -17,7 +17,8 @@ from accelbench.errors import Unsupported, UsageError
 from accelbench.results import Check, Work
 from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import Rotation, Variant
-from accelbench.workloads.verify import ITEMSIZE, make_check, relative_norm_error, tolerance
+from accelbench.vocabulary import ITEMSIZE
+from accelbench.workloads.verify import make_check, relative_norm_error, tolerance
 
 PERTURBATION = 2.0 ** -6  # variant k: float inputs scaled by 1 + k·2⁻⁶ (exact in binary)
 UNVERIFIED = "unverified: no reference given (pass reference= to check the outputs)"

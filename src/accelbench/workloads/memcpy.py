@@ -1,4 +1,9 @@
-"""`memcpy`: host↔device copies over a size sweep, pageable and pinned where the backend allows."""
+"""`memcpy`: host↔device copies over a size sweep, pageable and pinned where the backend allows, and
+device-to-device copies (one buffer into another on the same device).
+
+A host↔device copy moves its bytes once over the link; a device-to-device copy reads and writes
+device memory, so it counts 2 × bytes (STREAM's copy convention), comparable with the memory bandwidth.
+"""
 from __future__ import annotations
 
 import inspect
@@ -15,17 +20,20 @@ MIB = 1024**2
 
 class Memcpy(Workload):
     name = "memcpy"
-    description = "host→device and device→host copies (pageable and pinned host memory)"
+    description = "host→device and device→host copies (pageable and pinned host memory), device→device copies"
     size_param, size_unit = "bytes", "bytes"
     dtypes = ("float32",)
 
     def grid(self, sizes, dtypes, quick):
         sizes = sizes or ([1 * MIB, 64 * MIB] if quick else [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB])
-        return [{"direction": d, "bytes": s, "pinned": p}
-                for p in (False, True) for d in ("h2d", "d2h") for s in sizes]
+        # pinned host memory means nothing to a copy that never touches the host
+        return ([{"direction": d, "bytes": s, "pinned": p}
+                 for p in (False, True) for d in ("h2d", "d2h") for s in sizes]
+                + [{"direction": "d2d", "bytes": s, "pinned": False} for s in sizes])
 
     def work(self, params):
-        return Work(flops=0.0, bytes_moved=float(params["bytes"]))
+        reads_and_writes = 2 if params["direction"] == "d2d" else 1
+        return Work(flops=0.0, bytes_moved=float(reads_and_writes * params["bytes"]))
 
     def footprint_bytes(self, params):
         return 3 * 3 * int(params["bytes"])  # host, device and out buffers of three input sets
@@ -34,9 +42,13 @@ class Memcpy(Workload):
         if backend.shares_host_memory(device):
             raise Unsupported(f"{device} computes on host memory: there is nothing to transfer")
         pinned = bool(params["pinned"])
+        count = max(1, int(params["bytes"]) // 4)
+        if params["direction"] == "d2d":
+            if pinned:
+                raise Unsupported("a device-to-device copy never touches host memory: pinned does not apply")
+            return _device_to_device(backend, device, count, seed)
         if pinned and not backend.supports_pinned(device):
             raise Unsupported(f"{backend.name} has no pinned host memory for {device}")
-        count = max(1, int(params["bytes"]) // 4)
         to_device = params["direction"] == "h2d"
 
         def make(index: int) -> Variant:
@@ -73,6 +85,27 @@ class Memcpy(Workload):
             return output if to_device else rotation.current.inputs[0]
 
         return rotation.prepared(backend, op=op, placed=placed)
+
+
+def _device_to_device(backend, device: str, count: int, seed: int):
+    """out ← input, both on `device`: the copy a framework makes between two of its buffers."""
+    def make(index: int) -> Variant:
+        rng = np.random.default_rng(seed + index * SEED_STRIDE)
+        host = rng.uniform(-1.0, 1.0, size=count).astype(np.float32)
+        return Variant([backend.from_host(host, device)], host.copy(),
+                       out=backend.empty((count,), "float32", device), hosts=[host])
+
+    def judge(output, variant: Variant):
+        back = backend.to_host(output)
+        identical = back.shape == variant.reference.shape and bool(np.array_equal(back, variant.reference))
+        seen = backend.location(output)
+        problems = [] if identical else ["data changed in the copy"]
+        if seen != device:
+            problems.append(f"ran on {seen}, asked for {device}")
+        return Check(not problems, 0.0 if identical else float("inf"), 0.0,
+                     "; ".join(problems) or "bit-identical device copy", seen)
+
+    return Rotation(make, judge).prepared(backend, op=lambda v: backend.copy(v.inputs[0], v.out))
 
 
 def _accepts_out(method) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelbench.errors import UsageError
-from accelbench.plugins import WORKLOADS_GROUP, entry_point_targets, import_target, is_builtin
+from accelbench.plugins import WORKLOADS_GROUP, import_target, is_builtin, plugin_targets
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
 BUILTIN_WORKLOADS = {
@@ -38,11 +38,7 @@ _INSTANCES: dict = {}
 def _targets() -> dict[str, str]:
     """Every workload with a module: built-ins, then entry points (a third party's, or a built-in's
     declaration; a third party cannot take a built-in's name)."""
-    targets = dict(BUILTIN_WORKLOADS)
-    for name, target in entry_point_targets(WORKLOADS_GROUP).items():
-        if name not in BUILTIN_WORKLOADS or is_builtin(target):
-            targets[name] = target
-    return targets
+    return plugin_targets(WORKLOADS_GROUP, BUILTIN_WORKLOADS)
 
 
 def workload_names() -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from accelbench.results import Check
-from accelbench.vocabulary import ITEMSIZE, TOLERANCE  # noqa: F401 - ITEMSIZE re-exported for callers
+from accelbench.vocabulary import TOLERANCE
 
 NUMPY_DTYPE = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 

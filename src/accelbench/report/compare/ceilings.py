@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 from accelbench.devices import datasheets
-from accelbench.devices.model import Device, PeakFigure
 from accelbench.results import Spec
 from accelbench.store.ceilings import best_ceilings
 from accelbench.vocabulary import PEAK_METRIC
 
 BANDWIDTH = "memory_bandwidth"
-_VECTOR = PEAK_METRIC
 # dense matrix products run on matrix units (tensor cores, DMMA) where the dtype has them; fp32
 # stays on the vector units unless TF32 is switched on, which no backend here does by default
 MATRIX_WORKLOADS = frozenset({"matmul"})
@@ -23,7 +21,7 @@ MATRIX_WORKLOADS = frozenset({"matmul"})
 
 def flops_metrics(workload: str, dtype: str | None) -> tuple[str, ...]:
     """Peak metrics to try for a workload's FLOP/s, best fitting first; () for an unknown dtype."""
-    vector = _VECTOR.get(str(dtype))
+    vector = PEAK_METRIC.get(str(dtype))
     if vector is None:
         return ()
     matrix = f"{vector}_matrix"
@@ -53,24 +51,11 @@ class BestRate:
     spec: Spec
 
 
-def run_devices(run: RunData) -> dict[str, Device]:
-    """The run's stored inventory as Devices (peaks included), for the shared ceiling rules."""
-    devices = {}
-    for device_id, record in run.devices().items():
-        peaks = tuple(PeakFigure(str(p.get("metric")), float(p.get("value") or 0.0), str(p.get("provenance")),
-                                 str(p.get("detail", "")))
-                      for p in record.get("peaks") or [] if isinstance(p, dict) and p.get("value"))
-        devices[str(device_id)] = Device(str(device_id), str(record.get("kind") or ""), str(record.get("vendor") or ""),
-                                         str(record.get("name") or device_id), str(record.get("source") or ""),
-                                         properties=dict(record.get("properties") or {}), peaks=peaks)
-    return devices
-
-
 def run_best_rates(run: RunData) -> list[BestRate]:
     """The run's measured ceilings (store/ceilings.py rules: valid, built-in, plausible) as BestRates."""
     found = []
     for (device, metric), ceiling in best_ceilings(((m, run.run_id) for m in run.measurements),
-                                                   run_devices(run)).items():
+                                                   run.devices).items():
         spec = ceiling.spec
         metrics: tuple[str, ...]
         if metric == BANDWIDTH:

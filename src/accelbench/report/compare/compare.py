@@ -26,7 +26,7 @@ from statistics import NormalDist
 
 from accelbench.report.compare import metadata
 from accelbench.report.compare import noise as run_noise
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.report.summary import spec_label
 from accelbench.timing import stats

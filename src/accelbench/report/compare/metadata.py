@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 
 UNSET = "(unset)"
 # environment variables recorded with a run that cannot change a timing
@@ -64,7 +64,7 @@ def _blas_summary(device: dict[str, Any]) -> str | None:
 
 
 def _device_differences(device_ids: Iterable[str], a: RunData, b: RunData) -> list[MetadataDifference]:
-    devices_a, devices_b = a.devices(), b.devices()
+    devices_a, devices_b = a.device_records(), b.device_records()
     found = []
     for device_id in sorted(set(device_ids)):
         da, db = devices_a.get(device_id, {}), devices_b.get(device_id, {})

@@ -12,7 +12,7 @@ from typing import Any
 
 from accelbench.report.compare.ceilings import BANDWIDTH, flops_metrics, row_peak, run_best_rates
 from accelbench.report.compare.compare import spec_label
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 from accelbench.devices import datasheets
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Spec
@@ -89,7 +89,7 @@ def source_ceiling(run: RunData, device_id: str, metrics: tuple[str, ...], spec:
     and never for the result that set it: its efficiency would be 100% by definition, and the
     projection the target's datasheet peak, whatever the device really does.
     """
-    device = run.devices().get(device_id, {})
+    device = run.device_records().get(device_id, {})
     for provenance in SOURCE_PROVENANCE:
         found = _inventory_ceiling(device, metrics, provenance)
         if found:
@@ -176,7 +176,7 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     if not m.valid:
         return ("check failed: a wrong answer is not projected" if not m.check.passed
                 else f"{m.status}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
-    if m.spec.workload == "memcpy":
+    if m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d":
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:
         return "no work model (flops and bytes per call are both 0)"

@@ -16,7 +16,7 @@ from typing import Any
 
 from accelbench.report.compare.ceilings import BestRate, row_peak, run_best_rates
 from accelbench.report.compare.compare import spec_label
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 from accelbench.devices import datasheets
 from accelbench.results import Measurement
 from accelbench.timing import stats

@@ -10,7 +10,7 @@ from rich.table import Table
 from accelbench.report.compare.ceilings import BANDWIDTH, run_best_rates
 from accelbench.report.compare.compare import Comparison, spec_label
 from accelbench.report.compare.reference import UserFigure, datasheet_shares, place_run
-from accelbench.report.compare.sources import RunData
+from accelbench.report.data import RunData
 from accelbench.devices import datasheets
 from accelbench.report.summary import params_text, where
 from accelbench.terminal import hanging

@@ -5,45 +5,14 @@ colleague's results must not add them to your own history.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.report.data import RunData
 from accelbench.results import Measurement
 
 FILE_SEPARATOR = "#"  # results.json#RUN picks one run out of a file that holds several
-
-
-@dataclass(frozen=True)
-class RunData:
-    """One run as the comparison needs it: its results and the machine snapshot taken with it."""
-
-    run_id: str
-    source: str                      # the database or file it was read from
-    measurements: tuple[Measurement, ...]
-    machine: dict[str, Any] = field(default_factory=dict)
-    selection: dict[str, Any] = field(default_factory=dict)
-    accelbench_version: str = ""
-    started_at: str = ""
-    status: str = "complete"
-
-    @property
-    def hostname(self) -> str:
-        return str(self.machine.get("hostname") or "")
-
-    def devices(self) -> dict[str, dict[str, Any]]:
-        """Device id -> the inventory's record of it (name, properties, peaks), as stored."""
-        inventory = self.machine.get("inventory") or {}
-        return {str(d.get("id")): d for d in inventory.get("devices", []) if isinstance(d, dict)}
-
-    def device_name(self, device_id: str) -> str:
-        return str(self.devices().get(device_id, {}).get("name") or device_id)
-
-    @property
-    def label(self) -> str:
-        status = "" if self.status == "complete" else f", {self.status}"  # an interrupted run is partial
-        return f"{self.run_id} ({self.hostname or 'unknown host'}{status})"
 
 
 def looks_like_file(ref: str) -> bool:

@@ -21,14 +21,13 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.dl import keras_infer, keras_training
 from accelbench.workloads.dl import vgg as vgg_model
 from accelbench.workloads.dl.vgg_images import (MIN_TIMED_BATCHES, SEED_BATCH, SEED_DEPTH, SEED_IMAGE_PX, SEED_REFERENCE,
-                                                SOURCE_PX, VERIFY_IMAGES, cifar_like_images)
-from accelbench.workloads.dl.vgg_images import latency_metrics as _latency_metrics
-from accelbench.workloads.dl.vgg_images import restore_tf32 as _restore_tf32
-from accelbench.workloads.dl.vgg_images import strict_fp32 as _strict_fp32
+                                                SOURCE_PX, VERIFY_IMAGES, cifar_like_images, latency_metrics,
+                                                restore_tf32, strict_fp32)
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import make_check, relative_norm_error
 
@@ -41,7 +40,6 @@ CALIBRATION_IMAGES = 4
 # relative norm error of the logits vs float32: measured ~5e-2 for bf16 weights and activations,
 # ~1e-5 for fp32 with another algorithm (channels_last); TF32 (~6e-3) fails fp32 on purpose
 LOGIT_TOLERANCE = {"float32": 5e-4, "float16": 3e-2, "bfloat16": 1.5e-1}
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def images_on_device(torch, pixels, image_px: int):
@@ -163,7 +161,7 @@ class _VGGRun:
         self.samples_s: tuple[float, ...] = ()
         self.verified: dict = {}
         # last, so that a failure above leaves nothing to undo; release restores it
-        self.saved_tf32 = _strict_fp32(torch, device) if self.dtype == "float32" else None
+        self.saved_tf32 = strict_fp32(torch, device) if self.dtype == "float32" else None
 
     def variant(self, index: int) -> Variant:
         """Image set `index`: its own images on the device and its reference logits."""
@@ -208,7 +206,7 @@ class _VGGRun:
 
     def metrics(self) -> dict:
         found = dict(self.verified)
-        found.update(_latency_metrics(list(self.samples_s), self.batch))
+        found.update(latency_metrics(list(self.samples_s), self.batch))
         found.update({"image_px": self.image_px, "upsample_factor": self.image_px // SOURCE_PX,
                       "model_parameters": vgg_model.parameter_count(self.depth, NUM_CLASSES, self.image_px),
                       "flops_per_image": vgg_model.flops_per_image(self.depth, NUM_CLASSES, self.image_px)})
@@ -227,6 +225,6 @@ class _VGGRun:
 
     def release(self) -> None:
         if self.saved_tf32 is not None:
-            _restore_tf32(self.torch, self.saved_tf32)
+            restore_tf32(self.torch, self.saved_tf32)
         self.rotation.release()
         self.model = None

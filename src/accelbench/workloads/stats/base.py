@@ -15,10 +15,9 @@ from typing import Any, Callable
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check
-from accelbench.vocabulary import ITEMSIZE  # noqa: F401 - the statistics workloads import it from here
 from accelbench.workloads.base import Prepared, Workload
 from accelbench.workloads.rotation import Rotation, Variant
-from accelbench.workloads.stats.arrays import ArrayOps, require_dtype
+from accelbench.workloads.stats.arrays import ArrayOps, array_ops, require_dtype
 
 QUICK_DTYPES = ["float64", "float32"]  # what --quick sweeps: lower precisions are asked for by name
 
@@ -29,18 +28,19 @@ class StatsWorkload(Workload):
     default_dtypes: tuple[str, ...] = ("float64", "float32")
     #: what one unit of `items_per_call` is ("draws", "points" ...): the report shows <unit>/s
     item_unit = "items"
-    #: True where stats/opencl_kernels.py has this workload's kernel (for the pyopencl backend)
+    #: True where stats/opencl_kernels.py has this workload's kernel (for a backend whose
+    #: kernel_language is "opencl-c": pyopencl)
     has_opencl_kernel = False
 
     def prepare(self, backend, device, params, seed):
         require_dtype(backend, device, params["dtype"])
         if backend.namespace(device) is None:
-            if not self.has_opencl_kernel or backend.name != "pyopencl":
+            if not self.has_opencl_kernel or backend.kernel_language != "opencl-c":
                 raise Unsupported(f"{self.name} has no kernel for {backend.name} (no array namespace there)")
             from accelbench.workloads.stats.opencl_runner import KernelRunner
 
             return self.prepare_kernels(KernelRunner(backend, device, params["dtype"]), params, seed)
-        return self.prepare_arrays(ArrayOps(backend, device), params, seed)
+        return self.prepare_arrays(array_ops(backend, device), params, seed)
 
     def prepare_arrays(self, ops: ArrayOps, params: dict, seed: int) -> Prepared:
         raise NotImplementedError

@@ -22,9 +22,10 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, ArrayOps, HostOps
 from accelbench.workloads.rotation import SEED_STRIDE, Variant
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
+from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions, relative_error
 from accelbench.workloads.stats.rng import device_random, generator_name
 from accelbench.workloads.verify import TOLERANCE

@@ -19,8 +19,9 @@ from functools import lru_cache
 import numpy as np
 
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE, Variant
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
+from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions
 from accelbench.workloads.verify import TOLERANCE
 

@@ -19,9 +19,10 @@ import math
 import numpy as np
 
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import Variant
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
+from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions, relative_error
 
 LOWER, UPPER = 0.0, 2.0

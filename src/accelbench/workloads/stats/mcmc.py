@@ -30,8 +30,9 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
-from accelbench.workloads.stats.base import ITEMSIZE, StatsWorkload, base_metrics, checked
+from accelbench.workloads.stats.base import StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions
 from accelbench.workloads.stats.rng import device_random, generator_name
 
@@ -154,7 +155,7 @@ class MCMC(StatsWorkload):
         return checked(lambda: ops.ready(*run_chains(ops, functions, timed, chains, steps, batches, dtype)), judge,
                        base_metrics(self, params, seed, generator_name(ops)) |
                        {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps,
-                        "launches_per_call": (1 if ops.kind == "jax" else ARRAY_OPS_PER_STEP) * steps},
+                        "launches_per_call": (1 if ops.compiles_functions else ARRAY_OPS_PER_STEP) * steps},
                        draws_afresh=True, placed=lambda output: output[0])
 
     def prepare_kernels(self, runner, params, seed):

@@ -17,7 +17,6 @@ avoid divergent branching.
 """
 from __future__ import annotations
 
-from typing import Any
 
 PREAMBLES = {
     # a uniform on [0, 1) from 32-bit words: float keeps the top 24 bits of `hi`, double 53 bits of
@@ -279,19 +278,7 @@ __kernel void bootstrap(const uint resamples, const uint n, __global const T *x,
 SOURCES = {"reduce": REDUCE_SRC, "montecarlo": MONTECARLO_SRC, "quadrature": QUADRATURE_SRC, "kde": KDE_SRC,
            "ttest": TTEST_SRC, "bootstrap": BOOTSTRAP_SRC, "mcmc": MCMC_SRC}
 
-_KERNELS: dict[tuple, Any] = {}
-
-
-def kernel(context: Any, dtype: str, family: str, name: str, defines: dict[str, int]) -> Any:
-    """Kernel `name` of the program for (context, dtype, family, defines), built once per process.
-
-    Kernels are kept, not only programs: pyopencl makes a new kernel object on every retrieval."""
-    key = (context.int_ptr, dtype, family, name, tuple(sorted(defines.items())))
-    found = _KERNELS.get(key)
-    if found is None:
-        import pyopencl as cl
-
-        header = PREAMBLES[dtype] + "".join(f"#define {k} {v}\n" for k, v in sorted(defines.items()))
-        built = cl.Program(context, header + COMMON_SRC + SOURCES[family]).build()
-        found = _KERNELS[key] = getattr(built, name)
-    return found
+def kernel_source(dtype: str, family: str, defines: dict[str, int]) -> str:
+    """The OpenCL C of one kernel family for `dtype`, with its compile-time constants."""
+    header = PREAMBLES[dtype] + "".join(f"#define {k} {v}\n" for k, v in sorted(defines.items()))
+    return header + COMMON_SRC + SOURCES[family]

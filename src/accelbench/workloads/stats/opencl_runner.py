@@ -1,9 +1,9 @@
-"""Launching the statistics kernels (stats/opencl_kernels.py) on one pyopencl backend device.
+"""Launching the statistics kernels (stats/opencl_kernels.py) on one device of a kernel backend.
 
-The runner takes the backend's own queue (from an array the backend made), so the harness's
-`backend.synchronize(device)` (queue.finish()) waits for these kernels too. Results stay on the
-device as pyopencl arrays when the timed call asks (keep_on_device=True); otherwise they come back
-as float64 numpy values for the check.
+The backend builds, allocates and launches (`build_kernel`, `buffer`, `launch`: the pyopencl
+backend) on its own in-order queue, so the harness's `backend.synchronize(device)` waits for these
+kernels too. Results stay on the device as the backend's arrays when the timed call asks
+(keep_on_device=True); otherwise they come back as float64 numpy values for the check.
 
 `slot` separates the buffers of the input sets the timed calls rotate through (workloads/rotation.py):
 each slot has its own inputs and outputs, so one set's call never overwrites another's output.
@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from accelbench.errors import Unsupported
-from accelbench.workloads.stats.opencl_kernels import PREAMBLES, kernel as build_kernel
+from accelbench.workloads.stats.opencl_kernels import PREAMBLES, kernel_source
 
-REDUCE_GROUP = 256        # work-items per reduction group (a power of two)
 GROUPS_PER_UNIT = 8       # reduction groups per compute unit: enough to hide latency on a GPU
 KDE_TILE = 64             # points staged per local-memory tile in the KDE kernel
 
@@ -30,10 +29,8 @@ class KernelRunner:
             raise Unsupported(f"the statistics kernels compute in {', '.join(PREAMBLES)}, not {dtype}")
         self.backend, self.device, self.dtype = backend, device, dtype
         probe = backend.empty((1,), "float32", device)
-        self.queue, self.context = probe.queue, probe.context
-        cl_device = self.queue.device
-        self.group = min(REDUCE_GROUP, _power_of_two_at_most(int(cl_device.max_work_group_size)))
-        self.max_groups = max(1, GROUPS_PER_UNIT * int(cl_device.max_compute_units))
+        self.group = backend.work_group_size(device)  # work-items per reduction group: a power of two
+        self.max_groups = max(1, GROUPS_PER_UNIT * backend.compute_units(device))
         self.has_float64 = "float64" in backend.dtypes(device)
         self.arrays: dict[str, Any] = {}
         self._scratch: dict[tuple, Any] = {}
@@ -48,7 +45,10 @@ class KernelRunner:
         if dtype not in PREAMBLES or (dtype == "float64" and not self.has_float64):
             raise Unsupported(f"{self.device} has no {dtype} for the statistics kernels")
         defines = {"RL": self.group, "COLS": 1, **defines}
-        return build_kernel(self.context, dtype, family, name, defines)
+        return self.backend.build_kernel(self.device, kernel_source(dtype, family, defines), name)
+
+    def _launch(self, kernel: Any, global_size: int, local_size: int | None, *args: Any) -> None:
+        self.backend.launch(self.device, kernel, (global_size,), None if local_size is None else (local_size,), *args)
 
     def _array(self, shape: tuple[int, ...], dtype: Any) -> Any:
         """A device array kept per (shape, dtype): timed calls do not allocate (the queue is in order,
@@ -56,9 +56,7 @@ class KernelRunner:
         key = (self.slot, tuple(shape), np.dtype(dtype).name)
         found = self._scratch.get(key)
         if found is None:
-            import pyopencl.array as cla
-
-            found = self._scratch[key] = cla.Array(self.queue, shape, dtype)
+            found = self._scratch[key] = self.backend.buffer(shape, dtype, self.device)
         return found
 
     def _groups(self, work_items: int) -> int:
@@ -68,13 +66,13 @@ class KernelRunner:
         self.last = result
         if keep_on_device:
             return result
-        return np.asarray(result.get(), dtype=np.float64)
+        return np.asarray(self.backend.to_host(result), dtype=np.float64)
 
     def _reduced(self, dtype: str, partials: Any, groups: int, columns: int, scale: float) -> Any:
         out = self._array((columns,), self._np(dtype))
         kernel = self._kernel(dtype, "reduce", "reduce_columns", COLS=columns)
-        kernel(self.queue, (self.group,), (self.group,), np.uint64(groups), self._np(dtype)(scale),
-               partials.data, out.data)
+        self._launch(kernel, self.group, self.group, np.uint64(groups), self._np(dtype)(scale),
+                     partials, out)
         return out
 
     # -- what the workloads call -------------------------------------------------------------------
@@ -112,8 +110,8 @@ class KernelRunner:
         groups = self._groups(-(-n // 2))
         partials = self._array((2 * groups,), real)
         kernel = self._kernel(dtype, "montecarlo", "call_payoffs")
-        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(n), np.uint64(seed % 2**64),
-               real(drift), real(vol), real(option["spot"]), real(option["strike"]), partials.data)
+        self._launch(kernel, groups * self.group, self.group, np.uint64(n), np.uint64(seed % 2**64),
+                     real(drift), real(vol), real(option["spot"]), real(option["strike"]), partials)
         return self._finish(self._reduced(dtype, partials, groups, 2, 1.0), keep_on_device)
 
     def integrate(self, rule: str, intervals: int, dtype: str, lower: float, upper: float,
@@ -124,8 +122,8 @@ class KernelRunner:
         groups = self._groups(intervals + 1)
         partials = self._array((groups,), real)
         kernel = self._kernel(dtype, "quadrature", "quadrature", SIMPSON=simpson)
-        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(intervals), real(lower), real(h),
-               partials.data)
+        self._launch(kernel, groups * self.group, self.group, np.uint64(intervals), real(lower), real(h),
+                     partials)
         scale = h / (2 * np.pi) ** 0.5 / (3.0 if simpson else 1.0)
         return self._finish(self._reduced(dtype, partials, groups, 1, scale), keep_on_device)
 
@@ -134,8 +132,8 @@ class KernelRunner:
         out = self._array((n,), real)
         kernel = self._kernel(self.dtype, "kde", "kernel_means", TILE=KDE_TILE, D=dimensions)
         padded = -(-n // KDE_TILE) * KDE_TILE
-        kernel(self.queue, (padded,), (KDE_TILE,), np.int32(n), real(-0.5 / bandwidth2),
-               self.arrays[self._named(name)].data, out.data)
+        self._launch(kernel, padded, KDE_TILE, np.int32(n), real(-0.5 / bandwidth2),
+                     self.arrays[self._named(name)], out)
         return self._finish(out, keep_on_device)
 
     def t_test_rejections(self, replicates: int, group_size: int, seed: int, critical: float, effects,
@@ -147,25 +145,25 @@ class KernelRunner:
         if "effects" not in self.arrays:
             self.arrays["effects"] = self.backend.from_host(np.asarray(effects, dtype=real), self.device)
         kernel = self._kernel(self.dtype, "ttest", "t_tests", CELLS=cells)
-        kernel(self.queue, (groups * self.group,), (self.group,), np.uint64(replicates), np.uint32(group_size),
-               np.uint64(seed % 2**64), real(critical), self.arrays["effects"].data, partials.data)
+        self._launch(kernel, groups * self.group, self.group, np.uint64(replicates), np.uint32(group_size),
+                     np.uint64(seed % 2**64), real(critical), self.arrays["effects"], partials)
         return self._finish(self._reduced(self.dtype, partials, groups, cells, 1.0), keep_on_device)
 
     def resample_indices(self, resamples: int, n: int, seed: int) -> np.ndarray:
         """The (resamples, n) index matrix, made on the device and kept there; a host copy returned."""
         indices = self._array((resamples, n), np.uint32)
         kernel = self._kernel(self.dtype, "bootstrap", "resample_indices", STAT=0)
-        kernel(self.queue, (resamples * n,), None, np.uint32(resamples), np.uint32(n), np.uint64(seed % 2**64),
-               indices.data)
+        self._launch(kernel, resamples * n, None, np.uint32(resamples), np.uint32(n), np.uint64(seed % 2**64),
+                     indices)
         self.arrays[self._named("indices")] = indices
-        return indices.get().astype(np.int64)
+        return self.backend.to_host(indices).astype(np.int64)
 
     def bootstrap(self, stat: str, resamples: int, n: int, keep_on_device: bool = False):
         """The statistic ("mean" or "ols") of every resample of the uploaded x and y."""
         out = self._array((resamples,), self._np(self.dtype))
         kernel = self._kernel(self.dtype, "bootstrap", "bootstrap", STAT=0 if stat == "mean" else 2)
-        kernel(self.queue, (resamples,), None, np.uint32(resamples), np.uint32(n), self.arrays[self._named("x")].data,
-               self.arrays[self._named("y")].data, self.arrays[self._named("indices")].data, out.data)
+        self._launch(kernel, resamples, None, np.uint32(resamples), np.uint32(n), self.arrays[self._named("x")],
+                     self.arrays[self._named("y")], self.arrays[self._named("indices")], out)
         return self._finish(out, keep_on_device)
 
     def metropolis(self, chains: int, steps: int, burn_in: int, batches: int, seed: int, step_sd: float,
@@ -176,17 +174,11 @@ class KernelRunner:
         sums = self._array((batches, chains, 5), real)
         accepted = self._array((chains,), np.uint32)
         kernel = self._kernel(self.dtype, "mcmc", "metropolis")
-        kernel(self.queue, (chains,), None, np.uint32(chains), np.uint32(steps), np.uint32(burn_in),
-               np.uint32(per_batch), np.uint32(batches), np.uint64(seed % 2**64), real(step_sd), real(rho),
-               sums.data, accepted.data)
+        self._launch(kernel, chains, None, np.uint32(chains), np.uint32(steps), np.uint32(burn_in),
+                     np.uint32(per_batch), np.uint32(batches), np.uint64(seed % 2**64), real(step_sd), real(rho),
+                     sums, accepted)
         self.last = sums
         if keep_on_device:
             return sums, accepted
-        return np.asarray(sums.get(), dtype=np.float64), np.asarray(accepted.get(), dtype=np.float64)
+        return self.backend.to_host(sums).astype(np.float64), self.backend.to_host(accepted).astype(np.float64)
 
-
-def _power_of_two_at_most(limit: int) -> int:
-    size = 1
-    while size * 2 <= limit:
-        size *= 2
-    return size

@@ -17,9 +17,10 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
+from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS
-from accelbench.workloads.stats.base import ITEMSIZE, QUICK_DTYPES, StatsWorkload, base_metrics, checked
+from accelbench.workloads.stats.base import QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, binomial_standard_error
 from accelbench.workloads.stats.rng import device_random, generator_name
 
