@@ -102,10 +102,10 @@ class BrokenBackend:
 
 
 def load_backends(names: list[str] | None = None) -> dict:
-    from accelbench.backends.registry import BackendLoadError, backend_names, get_backend
+    from accelbench.backends.registry import BackendLoadError, default_backend_names, get_backend
 
     loaded: dict[str, Any] = {}  # Backend, or a BrokenBackend saying why it did not load
-    for name in names or backend_names():
+    for name in names or default_backend_names():
         try:
             loaded[name] = get_backend(name)
         except BackendLoadError as exc:

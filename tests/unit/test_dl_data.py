@@ -91,3 +91,39 @@ def test_stdlib_sources_stop_near_the_byte_bound():
     small = data.stdlib_sources(max_bytes=50_000)
     assert 1 <= len(small) < len(data.stdlib_sources(max_bytes=1_000_000))
     assert all(p.suffix == ".py" for p in small) and small == sorted(small)
+
+
+def _mnist_npz(path, train: int, test: int) -> None:
+    rng = np.random.default_rng(0)
+    np.savez(path, x_train=rng.integers(0, 256, (train, 28, 28), dtype=np.uint8), y_train=np.arange(train) % 10,
+             x_test=rng.integers(0, 256, (test, 28, 28), dtype=np.uint8), y_test=np.arange(test) % 10)
+
+
+def test_the_full_mnist_on_disk_is_split_as_the_tutorial_splits_it(tmp_path, monkeypatch):
+    """Keras's mnist.npz layout, named by ACCELBENCH_MNIST: 80/20 of its training digits, its test set."""
+    _mnist_npz(tmp_path / "mnist.npz", train=600, test=70)
+    monkeypatch.setenv(data.FULL_MNIST_VARIABLE, str(tmp_path / "mnist.npz"))
+    split = data.digits_split()
+    assert (len(split.x_train), len(split.x_val)) == (480, 120)  # 48,000 / 12,000 at full size
+    assert split.x_train.shape[1] == 784 and split.x_train.max() <= 1.0
+    assert np.bincount(split.y_val).tolist() == [12] * 10
+    x_test, y_test = data.digits_test()
+    assert x_test.shape == (70, 784) and len(y_test) == 70
+    assert data.digits_source()["digits_full_mnist"] is True
+
+
+def test_without_the_full_mnist_the_shipped_digits_are_named(tmp_path, monkeypatch):
+    monkeypatch.delenv(data.FULL_MNIST_VARIABLE, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.keras/datasets/mnist.npz there
+    assert data.full_mnist_path() is None and data.digits_test() is None
+    source = data.digits_source()
+    assert source["digits_full_mnist"] is False and "5,000" in source["digits_source"]
+    monkeypatch.setenv(data.FULL_MNIST_VARIABLE, str(tmp_path / "missing.npz"))
+    with pytest.raises(Unsupported, match="no such file"):
+        data.digits_split()
+    (tmp_path / "bad.npz").write_bytes(b"")
+    np.savez(tmp_path / "bad.npz", x_train=np.zeros((5, 3)), y_train=np.zeros(5), x_test=np.zeros((1, 3)),
+             y_test=np.zeros(1))
+    monkeypatch.setenv(data.FULL_MNIST_VARIABLE, str(tmp_path / "bad.npz"))
+    with pytest.raises(ValueError, match="not MNIST"):
+        data.digits_split()

@@ -181,3 +181,13 @@ def test_importing_the_training_workloads_loads_no_torch():
             "[w.grid(None, None, True) for w in ws]\nprint(json.dumps('torch' in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) is False
+
+
+def test_transfer_runs_at_the_tutorials_224_pixels_in_the_standard_grid_and_says_when_smaller():
+    from accelbench.workloads.dl import transfer_learning
+
+    workload = transfer_learning.TransferLearning()
+    assert {p["image_px"] for p in workload.grid(None, None, quick=False)} == {224}
+    assert {p["image_px"] for p in workload.grid(None, None, quick=True)} == {32}
+    assert transfer_learning.image_size_note(224) == {}
+    assert "512 features, not 25,088" in transfer_learning.image_size_note(32)["image_px_note"]

@@ -23,6 +23,8 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "jax": "accelbench.backends.jax_backend:JaxBackend",
     "cupy": "accelbench.backends.cupy_backend:CupyBackend",
     "pyopencl": "accelbench.backends.opencl_backend:OpenCLBackend",
+    "keras-torch": "accelbench.backends.keras_backend:KerasTorchBackend",
+    "keras-jax": "accelbench.backends.keras_backend:KerasJaxBackend",
 }
 
 _instances: dict[str, Backend] = {}
@@ -46,6 +48,21 @@ def backend_names() -> list[str]:
     names = list(_targets())
     builtin = [n for n in BUILTIN_BACKENDS if n in names]
     return builtin + sorted(n for n in names if n not in BUILTIN_BACKENDS)
+
+
+def default_backend_names() -> list[str]:
+    """The backends a run uses when it names none: all but those used only where named (a class
+    with `selected_only`, such as the Keras ones); a module that does not load stays in, to be
+    reported as broken."""
+    names = []
+    for name in backend_names():
+        try:
+            selected_only = bool(getattr(backend_class(name), "selected_only", False))
+        except BackendLoadError:
+            selected_only = False
+        if not selected_only:
+            names.append(name)
+    return names
 
 
 def register_backend(name: str, target: Any) -> None:

@@ -17,7 +17,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes (matmul: orders; stream: elements; transfer: bytes, e.g. 1M,64M)")
     parser.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")
     parser.add_argument("--device", type=validate.DEVICES, help="comma-separated device ids, as `accelbench info` shows them (cpu, cuda:0, opencl:0:0)")
-    parser.add_argument("--backend", type=validate.BACKENDS, help="comma-separated backends (numpy, torch, jax, cupy, pyopencl)")
+    parser.add_argument("--backend", type=validate.BACKENDS,
+                        help="comma-separated backends (numpy, torch, jax, cupy, pyopencl; keras-torch, keras-jax: "
+                             "the deep-learning workloads as the tutorials wrote them in Keras 3, one Keras backend "
+                             "per run, used only when named)")
     parser.add_argument("--rigor", choices=RIGOR_NAMES,
                         help="quick (±5%%, short budget), standard (±2%%), rigorous (±1%%); "
                              "default: quick for the quick suite, standard when workloads are named")
@@ -34,6 +37,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--schema", action="store_true", help="print the JSON schema of --json output and exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
+    parser.add_argument("--verbose", action="store_true",
+                        help="training workloads print the tutorial's per-epoch line (loss, accuracy, val_loss, "
+                             "val_acc, seconds per epoch and per sample) as they train")
 
 
 def run(args) -> int:
@@ -46,10 +52,25 @@ def run(args) -> int:
         print(json.dumps(load_schema("results"), indent=2))
         return 0
 
+    if getattr(args, "verbose", False):
+        _print_epochs()
     with stop_on_signals():  # from the start: a signal while jax loads still stops the run
         status = _run(args)
         signum = stop_signal()
     return 128 + signum if status == 130 and signum else status
+
+
+def _print_epochs() -> None:
+    """The workloads log each epoch to "accelbench.epochs"; --verbose shows it on stderr."""
+    import logging
+
+    from accelbench.workloads.dl.training import EPOCH_LOG
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    EPOCH_LOG.addHandler(handler)
+    EPOCH_LOG.setLevel(logging.INFO)
+    EPOCH_LOG.propagate = False
 
 
 def _run(args) -> int:
@@ -87,7 +108,8 @@ def _run(args) -> int:
         _print_unreached(unreached)
     selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
-    with _progress(len(plan.items), disabled=args.no_progress) as (on_start, on_done):
+    # the epoch lines and a live progress bar would overwrite each other
+    with _progress(len(plan.items), disabled=args.no_progress or getattr(args, "verbose", False)) as (on_start, on_done):
         seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
         results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
                            selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,

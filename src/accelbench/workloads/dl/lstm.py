@@ -14,7 +14,7 @@ import numpy as np
 
 from accelbench.timing import stats
 from accelbench.workloads.base import Prepared, Workload
-from accelbench.workloads.dl import data, models, step_check, training
+from accelbench.workloads.dl import data, keras_training, models, step_check, training
 
 HELD_OUT_WINDOWS = 2000   # evaluated before and after the run: enough for a stable mean loss
 TOKEN_BYTES = 8           # int64 token ids
@@ -43,6 +43,9 @@ class LSTM(Workload):
         return windows + 2 * 4 * models.PARAMETERS["lstm"] * 4 + params["batch"] * 8 * 2**20
 
     def prepare(self, backend, device, params, seed) -> Prepared:
+        if keras_training.is_keras(backend):
+            return keras_training.prepare(self.name, self, backend, device, params, seed,
+                                          held_out_windows=HELD_OUT_WINDOWS)
         return _Session(self, backend, device, params, seed).prepared()
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from accelbench.timing import stats
 from accelbench.workloads.base import Prepared, Workload
-from accelbench.workloads.dl import data, models, step_check, training
+from accelbench.workloads.dl import data, keras_training, models, step_check, training
 
 TARGET_ACCURACY = 0.95
 QUICK_CAP_S = 60.0     # quick runs stop at the target; this only bounds a model that never gets there
@@ -63,6 +63,9 @@ class DigitsClassifier(Workload):
         return ClassifierSession(self, backend, device, params, seed, precision)
 
     def prepare(self, backend, device, params, seed) -> Prepared:
+        if keras_training.is_keras(backend):
+            return keras_training.prepare(self.model_name, self, backend, device, params, seed, target=TARGET_ACCURACY,
+                                          quick_cap_s=QUICK_CAP_S, full_cap_s=FULL_CAP_S)
         return self.session(backend, device, params, seed).prepared()
 
 
@@ -130,7 +133,8 @@ class ClassifierSession:
             found.update(step_time_s=step_s, train_samples_per_s=self.params["batch"] / step_s if step_s > 0 else None)
         return {**found, **training.memory_metrics(self.torch_device),
                 "parameters": models.parameter_count(self.timed.model),
-                "train_digits": self.timed.train_samples, "held_out_digits": int(self.timed.x_val.shape[0])}
+                "train_digits": self.timed.train_samples, "held_out_digits": int(self.timed.x_val.shape[0]),
+                **data.digits_source()}
 
     def release(self) -> None:
         self.tensors.clear()

@@ -7,6 +7,7 @@ a GPU queues kernels, and reading the clock before they finish would time the qu
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import statistics
 import time
@@ -123,6 +124,18 @@ class Epoch:
     train_loss: float     # NaN for epoch 0
     val_loss: float
     val_accuracy: float
+    train_accuracy: float = math.nan  # where the framework reports it (Keras's fit does)
+
+
+EPOCH_LOG = logging.getLogger("accelbench.epochs")  # `accelbench run --verbose` prints it
+
+
+def epoch_line(epoch: Epoch, epochs: int, samples: int) -> str:
+    """The tutorial's per-epoch log line (Keras's fit with verbose=2), with the time per sample."""
+    accuracy = f" - acc: {epoch.train_accuracy:.4f}" if math.isfinite(epoch.train_accuracy) else ""
+    per_sample_us = epoch.train_s / samples * 1e6 if samples else math.nan
+    return (f"Epoch {epoch.number}/{epochs} - {epoch.train_s:.2f}s {per_sample_us:.0f}us/sample - "
+            f"loss: {epoch.train_loss:.4f}{accuracy} - val_loss: {epoch.val_loss:.4f} - val_acc: {epoch.val_accuracy:.4f}")
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,12 @@ class TrainingRun:
             "stopped": self.stopped, "time_cap_s": self.time_cap_s,
             "val_loss_curve": shortened([e.val_loss for e in self.epochs]),
             "val_accuracy_curve": shortened([e.val_accuracy for e in self.epochs]),
+            # epoch 1 onwards: the per-epoch log's figures
+            "train_loss_curve": shortened([e.train_loss for e in self.trained]),
+            "train_accuracy_curve": shortened([e.train_accuracy for e in self.trained]),
+            "epoch_time_curve_s": shortened([e.train_s for e in self.trained]),
+            "epoch_time_per_sample_s": (self.epoch_time_s / self.samples_per_epoch
+                                        if self.epoch_time_s and self.samples_per_epoch else None),
         }
 
 
@@ -167,7 +186,16 @@ def time_to_accuracy(task: Task, target: float, max_epochs: int, cap_s: float, s
                      stop_at_target: bool = True, clock: Callable[[], float] = time.perf_counter) -> TrainingRun:
     """Train epoch by epoch from the model as given, evaluating after each, until the held-out
     accuracy reaches `target` (when `stop_at_target`), `max_epochs` pass, or `cap_s` of wall time."""
-    loss, accuracy = evaluate(task)
+    return epochs_until(lambda: (run_epoch(task), math.nan), lambda: evaluate(task), target, max_epochs, cap_s,
+                        synchronize, task.train_samples, stop_at_target, clock)
+
+
+def epochs_until(epoch: Callable[[], tuple[float, float]], evaluate: Callable[[], tuple[float, float]],
+                 target: float, max_epochs: int, cap_s: float, synchronize: Callable[[], Any], samples: int,
+                 stop_at_target: bool = True, clock: Callable[[], float] = time.perf_counter) -> TrainingRun:
+    """The loop of time_to_accuracy for any framework: `epoch()` trains one epoch and gives (training
+    loss, training accuracy or NaN); `evaluate()` gives the held-out (loss, accuracy)."""
+    loss, accuracy = evaluate()
     epochs = [Epoch(0, 0.0, 0.0, math.nan, loss, accuracy)]
     reached, stopped = None, "epochs"
     synchronize()
@@ -175,12 +203,13 @@ def time_to_accuracy(task: Task, target: float, max_epochs: int, cap_s: float, s
     for number in range(1, max_epochs + 1):
         synchronize()
         began = clock()
-        train_loss = run_epoch(task)
+        train_loss, train_accuracy = epoch()
         synchronize()
         trained = clock()
-        loss, accuracy = evaluate(task)
+        loss, accuracy = evaluate()
         elapsed = clock() - start
-        epochs.append(Epoch(number, elapsed, trained - began, train_loss, loss, accuracy))
+        epochs.append(Epoch(number, elapsed, trained - began, train_loss, loss, accuracy, train_accuracy))
+        EPOCH_LOG.info(epoch_line(epochs[-1], max_epochs, samples))
         if reached is None and accuracy >= target:
             reached = elapsed
         if reached is not None and stop_at_target:
@@ -189,7 +218,7 @@ def time_to_accuracy(task: Task, target: float, max_epochs: int, cap_s: float, s
         if elapsed >= cap_s and number < max_epochs:
             stopped = "time cap"
             break
-    return TrainingRun(tuple(epochs), target, reached, stopped, task.train_samples, cap_s)
+    return TrainingRun(tuple(epochs), target, reached, stopped, samples, cap_s)
 
 
 def shortened(values: list[float], points: int = CURVE_POINTS) -> list[float | None]:

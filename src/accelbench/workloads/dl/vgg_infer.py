@@ -21,55 +21,25 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
-from accelbench.timing import stats
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Prepared, Workload
+from accelbench.workloads.dl import keras_infer, keras_training
 from accelbench.workloads.dl import vgg as vgg_model
+from accelbench.workloads.dl.vgg_images import (MIN_TIMED_BATCHES, SEED_BATCH, SEED_DEPTH, SEED_IMAGE_PX, SEED_REFERENCE,
+                                                SOURCE_PX, VERIFY_IMAGES, cifar_like_images, latency_metrics,
+                                                restore_tf32, strict_fp32)
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
 from accelbench.workloads.verify import make_check, relative_norm_error
 
 LAYOUTS = ("contiguous", "channels_last")
-SOURCE_PX = 32                 # CIFAR-10 images are 32×32
-SEED_BATCH, SEED_IMAGE_PX, SEED_DEPTH = 8, 224, 19
 QUICK_IMAGE_PX = 64            # the quick grid's reduced size, labelled in every spec
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64)  # ~10 min on a 2-core CPU in all precisions; seconds on a GPU
 NUM_CLASSES = 1000             # Keras' VGG19 top: ImageNet classes
-MIN_TIMED_BATCHES = 10         # seed 004 times 10 batches
 TAIL_BATCHES = 100             # a p99 from fewer batches is close to the slowest one
-VERIFY_IMAGES = 8              # logits of at most this many images are compared with the reference
 CALIBRATION_IMAGES = 4
 # relative norm error of the logits vs float32: measured ~5e-2 for bf16 weights and activations,
 # ~1e-5 for fp32 with another algorithm (channels_last); TF32 (~6e-3) fails fp32 on purpose
 LOGIT_TOLERANCE = {"float32": 5e-4, "float16": 3e-2, "bfloat16": 1.5e-1}
-# seed 004's figures: total after 10 predict() calls / 10 (Keras, fp32, batch 8 at 224×224)
-SEED_REFERENCE = {
-    "source": "the PlaidML CPU-vs-GPU tutorial: Keras VGG19 on a MacBook Pro, batch 8 of CIFAR-10 "
-              "upsampled 7x to 224x224, fp32, mean of 10 predict() calls after one compile batch; "
-              "predict() includes Keras overhead and the host-to-device copy",
-    "cpu_tensorflow_s_per_batch": 0.929,
-    "intel_uhd_630_plaidml_s_per_batch": 4.198,
-    "radeon_pro_5300m_plaidml_s_per_batch": 0.424,
-}
-
-
-def cifar_like_images(count: int, seed: int) -> np.ndarray:
-    """uint8 (count, 3, 32, 32) images: smooth random colour fields with pixel noise, like photos.
-
-    Real CIFAR-10 cannot be downloaded; varied low-frequency content (not flat noise) gives each
-    image its own activations, so different images get different logits. Image i depends only on
-    (seed, i), so the first k images of any batch are the same k images.
-    """
-    position = np.linspace(0.0, 4.0, SOURCE_PX)
-    low = np.floor(position).astype(int).clip(0, 3)
-    weight = position - low
-    images = []
-    for index in range(count):
-        rng = np.random.default_rng([seed, index])
-        coarse = rng.uniform(0.0, 255.0, size=(3, 5, 5))
-        rows = coarse[:, low, :] * (1 - weight)[:, None] + coarse[:, low + 1, :] * weight[:, None]
-        smooth = rows[..., low] * (1 - weight) + rows[..., low + 1] * weight  # bilinear in both axes
-        images.append(smooth + rng.normal(0.0, 16.0, size=smooth.shape))
-    return np.clip(np.rint(np.stack(images)), 0, 255).astype(np.uint8)
 
 
 def images_on_device(torch, pixels, image_px: int):
@@ -156,6 +126,8 @@ class VGGInfer(Workload):
         return 2 * weights + activations  # the fp32 base model and the device copy
 
     def prepare(self, backend, device, params, seed):
+        if keras_training.is_keras(backend):
+            return keras_infer.KerasVGGRun(backend, device, params, seed).prepared()
         _supported(backend, device, params)
         return _VGGRun(backend, device, params, seed).prepared()
 
@@ -189,7 +161,7 @@ class _VGGRun:
         self.samples_s: tuple[float, ...] = ()
         self.verified: dict = {}
         # last, so that a failure above leaves nothing to undo; release restores it
-        self.saved_tf32 = _strict_fp32(torch, device) if self.dtype == "float32" else None
+        self.saved_tf32 = strict_fp32(torch, device) if self.dtype == "float32" else None
 
     def variant(self, index: int) -> Variant:
         """Image set `index`: its own images on the device and its reference logits."""
@@ -234,7 +206,7 @@ class _VGGRun:
 
     def metrics(self) -> dict:
         found = dict(self.verified)
-        found.update(_latency_metrics(list(self.samples_s), self.batch))
+        found.update(latency_metrics(list(self.samples_s), self.batch))
         found.update({"image_px": self.image_px, "upsample_factor": self.image_px // SOURCE_PX,
                       "model_parameters": vgg_model.parameter_count(self.depth, NUM_CLASSES, self.image_px),
                       "flops_per_image": vgg_model.flops_per_image(self.depth, NUM_CLASSES, self.image_px)})
@@ -253,28 +225,6 @@ class _VGGRun:
 
     def release(self) -> None:
         if self.saved_tf32 is not None:
-            _restore_tf32(self.torch, self.saved_tf32)
+            restore_tf32(self.torch, self.saved_tf32)
         self.rotation.release()
         self.model = None
-
-
-def _latency_metrics(samples_s: list[float], batch: int) -> dict:
-    if not samples_s:
-        return {}
-    p50_s = stats.quantile(samples_s, 0.5)
-    return {"timed_batches": len(samples_s), "latency_p50_s": p50_s,
-            "latency_p90_s": stats.quantile(samples_s, 0.9), "latency_p99_s": stats.quantile(samples_s, 0.99),
-            "latency_max_s": max(samples_s), "images_per_s": batch / p50_s if p50_s > 0 else None}
-
-
-def _strict_fp32(torch, device: str):
-    """Turn TF32 off on CUDA (cuDNN convolutions use it by default): fp32 must mean fp32."""
-    if not device.startswith(("cuda", "rocm")):
-        return None
-    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    return saved
-
-
-def _restore_tf32(torch, saved) -> None:
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
