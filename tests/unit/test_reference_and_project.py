@@ -182,3 +182,23 @@ def test_unknown_target_exits_2_listing_the_accepted_names(tmp_path, capsys):
     assert main(["project", "run-1", "--to", "h100", "--db", str(db), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["projections"][0]["target_flops"]["value"] == H100["fp32"]
+
+
+def test_a_placed_result_names_the_differences_that_matter_in_the_report_too():
+    from accelbench.report.reference_html import reference_html
+
+    vgg = measured(Spec.make("vgg-infer", "keras-jax", "cpu", batch=8, dtype="float32", image_px=224, depth=19), 2.4)
+    mlp = measured(Spec.make("mlp", "keras-torch", "cpu", batch=128, dtype="float32"), 0.006,
+                   extra={"train_digits": 4000})
+    run = synthetic_run(vgg, mlp)
+    vgg_place, mlp_place = reference.place_run(run)
+    (vgg_figure,), (mlp_figure,) = vgg_place.user, mlp_place.user
+    assert vgg_figure.differences[0].startswith("hardware: AMD EPYC (cpu) here; published: 6-core CPU of a MacBook")
+    assert "keras-jax backend here; published: Keras with the TensorFlow backend" in vgg_figure.differences[1]
+    assert any(d.startswith("weights: random here") for d in vgg_figure.differences)
+    assert "data: 4,000 training digits here" in " ".join(mlp_figure.differences)
+    page = reference_html(run)
+    assert "Against the tutorials' published figures" in page and "this run: vgg-infer keras-jax@cpu" in page
+    assert "ImageNet" in page and "4,000 training digits" in page
+    assert "the PlaidML tutorial on a MacBook" in page and "seed 0" not in page  # tutorials named in words
+    assert reference_html(synthetic_run()) == ""

@@ -20,6 +20,7 @@ from accelbench.report.data import RunData, series_label, transfer_share
 from accelbench.report.energy_html import energy_html
 from accelbench.report.figures import FigureResult
 from accelbench.report.headline import headline_for_run, headline_html
+from accelbench.report.reference_html import reference_html
 from accelbench.report.unreached import unreached_html
 from accelbench.report.analysis import Row
 from accelbench.units import format_bytes, format_seconds, format_si
@@ -270,7 +271,7 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
             f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
             + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
-            + f"<h3>Findings</h3>{findings_html(found)}"
+            + f"<h3>Findings</h3>{findings_html(found)}" + reference_html(run)
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
             + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof) + energy_html(run)
             + "<h2>Skipped combinations</h2>" + skips_html(run)

@@ -160,6 +160,10 @@ def render_reference(run: RunData, console: Console) -> None:
                           "with these parameters in this run[/]")
         for reason in placement.not_placed:
             console.print(f"  [dim]{escape(reason)}[/]")
+        for figure in placement.user:
+            console.print(f"  Differences that matter for {escape(spec_label(figure.measurement.spec))}:")
+            for text in figure.differences:
+                console.print(hanging("   -", escape(text)))
     _render_datasheet_shares(run, console)
 
 
