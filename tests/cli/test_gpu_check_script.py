@@ -26,9 +26,10 @@ IMAGE_MODULES = {"torch", "jax", "jaxlib", "cupy", "cupyx", "pynvml", "numpy", "
 NOT_ON_IMAGE = {"orjson": "store/document_io.py falls back to the standard json",
                 "pyopencl": "the OpenCL probe and backend report it missing",
                 "amdsmi": "the AMD probe reports it missing",
+                "keras": "the keras-* backends report it missing and are used only where named",
                 "cpuinfo": "read only where /proc/cpuinfo is empty",
                 "tomli": "Python < 3.11 only; the image has 3.12's tomllib"}
-ABSENT_FROM_IMAGE = ("orjson", "mlxtend", "pyopencl", "jsonschema")
+ABSENT_FROM_IMAGE = ("orjson", "mlxtend", "pyopencl", "jsonschema", "keras")
 
 
 def _name(text: str) -> str:
