@@ -81,3 +81,38 @@ def test_ctrl_c_still_prints_the_summary():
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "summary" in json.loads(out.strip().splitlines()[-1])
+
+
+def test_sigterm_during_a_long_interval_ends_promptly_with_the_summary():
+    proc = _start("--interval", "30", "--json")
+    time.sleep(1.5)  # started, waiting for its first reading 30 s away
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert time.perf_counter() - sent < 10
+    assert proc.returncode == 0, err
+    assert "summary" in json.loads(out.strip().splitlines()[-1])
+
+
+def test_a_recorded_stop_ends_the_loop_even_when_no_exception_reaches_it():
+    # what a KeyboardInterrupt swallowed in a destructor leaves behind: the signal recorded, nothing raised
+    from types import SimpleNamespace
+
+    from accelbench.cli import monitor_cmd
+    from accelbench.timing import checkpoint
+
+    polls = []
+
+    def poll():
+        polls.append(1)
+        if len(polls) == 2:
+            checkpoint.request_stop(signal.SIGINT)
+
+    sampler = SimpleNamespace(poll=poll)
+    output = SimpleNamespace(frame=lambda s: None)
+    try:
+        started = time.perf_counter()
+        assert monitor_cmd._loop(SimpleNamespace(interval=0.05, once=False, duration=5.0), sampler, output) is True
+        assert len(polls) == 2 and time.perf_counter() - started < 5
+    finally:
+        checkpoint.clear_stop()

@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.live import Live
 
+from accelbench.runner.deadline import stop_on_signals
 from accelbench.terminal import printable
+from accelbench.timing import checkpoint
 
 DEFAULT_INTERVAL_S = 1.0
+STOP_CHECK_S = 0.05  # how soon a recorded Ctrl-C / SIGTERM ends the wait between readings
 
 
 def add_arguments(parser) -> None:
@@ -53,7 +56,7 @@ def run(args) -> int:
     sampler = TelemetrySampler(devices, args.interval).open()
     output = _output(args, sampler)
     try:
-        with sampler.window() as window:
+        with sampler.window() as window, stop_on_signals():
             output.start()
             _loop(args, sampler, output)
         if not args.once:  # Ctrl-C is the usual way to stop: it ends here too, with the summary
@@ -82,19 +85,33 @@ def _check_known(devices: list[str] | None) -> None:
 
 
 def _loop(args, sampler, output) -> bool:
-    """Poll on a fixed grid of ticks until --once, --duration or Ctrl-C; True when interrupted."""
+    """Poll on a fixed grid of ticks until --once, --duration or a stop signal; True when stopped.
+
+    SIGINT / SIGTERM are only recorded (runner/deadline.py) and the loop looks for them while it
+    waits: a KeyboardInterrupt raised inside a destructor or a gc callback is printed and lost, and
+    the monitor would then never end."""
     started = time.perf_counter()
     ticks = 0
     try:
         while True:
             ticks += 1
-            time.sleep(max(0.0, started + ticks * args.interval - time.perf_counter()))
+            if _stopped_while_waiting(started + ticks * args.interval):
+                return True
             sampler.poll()
             output.frame(sampler)
             if args.once or (args.duration is not None and time.perf_counter() - started >= args.duration - 1e-3):
                 return False
     except KeyboardInterrupt:
         return True
+
+
+def _stopped_while_waiting(until_s: float) -> bool:
+    """Sleep until `until_s` (perf_counter) in short slices; True as soon as a stop was asked for."""
+    while (left_s := until_s - time.perf_counter()) > 0:
+        if checkpoint.stop_signal() is not None:
+            return True
+        time.sleep(min(left_s, STOP_CHECK_S))
+    return checkpoint.stop_signal() is not None
 
 
 def _output(args, sampler):
