@@ -26,23 +26,29 @@ DEADLINE_S = 60.0  # interpreter start, imports and 20 fsynced commits, with a w
 CHILD = textwrap.dedent("""
     import sys, time
     from accelbench.results import Check, Measurement, Spec, Work
+    from accelbench.runner.deadline import stop_on_signals
     from accelbench.store.db import Store
+    from accelbench.timing.checkpoint import checkpoint
 
     store = Store(sys.argv[1])
     run_id = store.start_run({"hostname": "child"}, {"workloads": ["matmul"]})
     print("run", run_id, flush=True)
     stop_at = time.monotonic() + 120  # never outlive a test that died
     i = 0
-    try:
-        while time.monotonic() < stop_at:
-            m = Measurement(Spec.make("matmul", "numpy", "cpu", n=i), {"compute": (1e-3, 1.1e-3)},
-                            0.01, Work(2.0 * i**3, 24.0 * i * i), Check(True, 1e-7, 1e-5))
-            store.add_result(run_id, m)
-            print("stored", i, flush=True)
-            i += 1
-    except KeyboardInterrupt:  # what the runner does on Ctrl-C
-        store.finish_run(run_id, "interrupted")
-        print("interrupted", flush=True)
+    # what the runner does on Ctrl-C: the handler records it, a checkpoint between results raises
+    # (a KeyboardInterrupt raised by the default handler can be lost in a finaliser)
+    with stop_on_signals():
+        try:
+            while time.monotonic() < stop_at:
+                checkpoint()
+                m = Measurement(Spec.make("matmul", "numpy", "cpu", n=i), {"compute": (1e-3, 1.1e-3)},
+                                0.01, Work(2.0 * i**3, 24.0 * i * i), Check(True, 1e-7, 1e-5))
+                store.add_result(run_id, m)
+                print("stored", i, flush=True)
+                i += 1
+        except KeyboardInterrupt:
+            store.finish_run(run_id, "interrupted")
+            print("interrupted", flush=True)
 """)
 
 
