@@ -111,8 +111,21 @@ def to_png(fig: Figure) -> bytes:
     for ax in fig.axes:
         _fewer_minor_ticks(ax)
     fit_margins(fig)
+    fig.canvas.draw()
+    return encode_png(fig.canvas.buffer_rgba())  # type: ignore[attr-defined]  # an Agg canvas (new_figure)
+
+
+def encode_png(rgba: Any) -> bytes:
+    """The canvas as PNG: RGB where every pixel is opaque (a quarter less to compress, the same
+    picture), zlib level 3 (about twice as fast as Pillow's default 6 here, and no larger)."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(rgba)
+    if pixels[..., 3].min() == 255:
+        pixels = pixels[..., :3]
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    Image.fromarray(pixels).save(buffer, format="png", compress_level=3, dpi=(DPI, DPI))
     return buffer.getvalue()
 
 
