@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from accelbench.report.data import RunData
-from accelbench.report.figures import FigureResult, figure_builders, loaded_data_frozen
+from accelbench.report.figures import FigureResult, figure_builders
 from accelbench.vocabulary import usable_cpus
 
 PARALLEL_FROM_RESULTS = 2000  # below this, starting workers costs more than it saves
@@ -43,15 +43,10 @@ def draw_all(runs: list[RunData], meanwhile: Callable[[], None] = lambda: None) 
     assign_colours(runs)  # one colour per series across every figure and run of the report
     workers = min(usable_cpus(), MAX_WORKERS)
     results = sum(len(run.measurements) for run in runs)
-    with loaded_data_frozen():
-        if workers < 2 or results < PARALLEL_FROM_RESULTS or not fork_is_safe():
-            drawn = [[build(run) for build in figure_builders()] for run in runs]
-            meanwhile()
-            return drawn
-        return _draw_forked(runs, workers, meanwhile)
-
-
-def _draw_forked(runs: list[RunData], workers: int, meanwhile: Callable[[], None]) -> list[list[FigureResult]]:
+    if workers < 2 or results < PARALLEL_FROM_RESULTS or not fork_is_safe():
+        drawn = [[build(run) for build in figure_builders()] for run in runs]
+        meanwhile()
+        return drawn
     import matplotlib.backends.backend_agg  # noqa: F401 - imported once here, inherited by every worker
     import matplotlib.figure  # noqa: F401
 

@@ -8,9 +8,7 @@ the report's one mapping (report/palette.py): a series has the same colour in ev
 """
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from accelbench.report.data import RunData
 from accelbench.report.figure_base import (  # noqa: F401 - re-exported for the report and tests
@@ -36,17 +34,4 @@ def figure_builders() -> list[Builder]:
 
 def make_figures(run: RunData) -> list[FigureResult]:
     """Every figure of a run's report, present or with its note, in reading order."""
-    with loaded_data_frozen():
-        return [build(run) for build in figure_builders()]
-
-
-@contextmanager
-def loaded_data_frozen() -> Iterator[None]:
-    """Drawing makes many short-lived matplotlib objects, and each full garbage collection it
-    triggers would walk every object of the loaded runs too (half the collector's time with five
-    runs loaded): those are set aside (gc.freeze) while figures are drawn. Forked workers inherit it."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+    return [build(run) for build in figure_builders()]
