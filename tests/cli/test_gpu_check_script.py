@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# what the GPU image has (docs/gpu-results.md); torch, jax and cupy there are CUDA builds
+# what the GPU image has (docs/gpu-results.md); torch, jax and cupy there are CUDA builds; PIL is
+# Pillow, which matplotlib requires (the PNG encoder of report/figure_base.py)
 IMAGE_DISTRIBUTIONS = ("torch", "jax", "jaxlib", "cupy-cuda12x", "nvidia-ml-py", "numpy", "scipy", "matplotlib",
                        "pandas", "pytest", "rich", "psutil", "threadpoolctl")
-IMAGE_MODULES = {"torch", "jax", "jaxlib", "cupy", "cupyx", "pynvml", "numpy", "scipy", "matplotlib", "pandas",
+IMAGE_MODULES = {"torch", "jax", "jaxlib", "cupy", "cupyx", "pynvml", "numpy", "scipy", "matplotlib", "PIL", "pandas",
                  "pytest", "rich", "psutil", "threadpoolctl"}
 # imported somewhere in accelbench but not on the image: each has a fallback or is never reached there
 NOT_ON_IMAGE = {"orjson": "store/document_io.py falls back to the standard json",
