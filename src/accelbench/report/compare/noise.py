@@ -6,34 +6,76 @@ shared machine can differ by 2× with p-values of 1e-18. A faster/slower verdict
 interval of the ratio to lie wholly outside ±band around 1, where the band comes from, in order:
 
 * history: the spec's medians in the earlier stored runs of the same host (at least
-  MIN_HISTORY_RUNS of them, run A included, run B never): band = Z·√2·σ, σ a robust spread
-  (1.4826·MAD) of their log medians, √2 because a change is the difference of two runs; floor
-  HISTORY_FLOOR, since history can prove a spread smaller than the pair floor;
+  MIN_HISTORY_RUNS of them, run A included, run B never): band = t·√2·s, s the standard deviation
+  of their log medians, √2 because a change is the difference of two runs, t Student's quantile for
+  k − 1 degrees of freedom (s from 4 runs is itself uncertain: t = 9.2 there, 3.3 from 30 runs);
+  floor HISTORY_FLOOR, since history can prove a spread smaller than the pair floor;
 * pair: the two runs themselves: the log ratios of all specs of the pair with the same workload and
   backend@device (else the same device, else all specs: at least MIN_GROUP_SPECS):
-  band = |median| + Z·1.4826·MAD. The median is the common shift: if everything moved by 1.2×
+  band = |median| + q·1.4826·MAD, q for the group's size k (PAIR_MULTIPLIER: q = 3 would let a spec
+  of 6 cross it 2.3% of the time, not 0.3%, since a MAD of 6 values is itself uncertain). The median is the common shift: if everything moved by 1.2×
   with nothing recorded to explain it, a 1.2× change is not a finding for any one spec. When the
   runs differ in machine or recorded settings, that shift may be the finding, so only the scatter
   counts. Floor PAIR_FLOOR;
 * floor: too few specs and too little history to estimate: ±PAIR_FLOOR.
+
+Without history, a band is never narrower than short_call_floor(the spec's time per call): a call
+of microseconds moves between processes by its memory placement, clocks and neighbours' bursts, a
+shift constant within a run (so its interval is tight) that a few specs of a pair show and the
+group's robust scatter ignores. A/A pairs on shared 2-core VMs (benchmarks/aa_compare.py, the
+compare CLI tests) moved 10 µs matmuls up to 1.98×, 50-200 µs ones up to 1.45×, while calls of
+10 ms and more stayed within the pair band; layout alone can bias a timing by tens of percent
+(Mytkowicz et al., "Producing Wrong Data Without Doing Anything Obviously Wrong!", ASPLOS 2009).
+History measures the spec's own spread, so it replaces this floor.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from accelbench.results import Measurement
 from accelbench.timing import stats
+from accelbench.units import format_seconds
 
 # 99.7% of identical-run changes lie within the band (normal model): a pair compares tens of specs,
-# so at 95% most A/A pairs would still show a false change somewhere
+# so at 95% most A/A pairs would still show a false change somewhere. Both multipliers hold that
+# rate for a spread estimated from few values (the plain 3σ holds it only for a known spread).
 Z = 3.0
+# Student's t at 99.865% by degrees of freedom (scipy.stats.t.ppf); beyond, a Cornish-Fisher series
+T_QUANTILE = {3: 9.22, 4: 6.62, 5: 5.51, 6: 4.9, 7: 4.53, 8: 4.28, 9: 4.09, 10: 3.96, 11: 3.85, 12: 3.76,
+              13: 3.69, 14: 3.64, 15: 3.59, 16: 3.54, 17: 3.51, 18: 3.48, 19: 3.45, 20: 3.42, 21: 3.4,
+              22: 3.38, 23: 3.36, 24: 3.34, 25: 3.33, 26: 3.32, 27: 3.3, 28: 3.29, 29: 3.28}
+PAIR_TABLE_UP_TO = 40
 ROBUST_SIGMA = 1.4826    # MAD × this estimates σ of a normal distribution
 PAIR_FLOOR = 0.05        # a band estimated from two runs, or none, is never under ±5%
 HISTORY_FLOOR = 0.01     # history may prove a smaller spread; no claim finer than ±1%
 MIN_HISTORY_RUNS = 4
+SHORT_CALL_S = 0.01        # calls shorter than this get a wider floor without history ...
+SHORT_CALL_EXPONENT = 0.45  # ... PAIR_FLOOR × (SHORT_CALL_S / t)^0.45: ±14% at 1 ms, ±40% at 100 µs
+SHORT_CALL_CAP = 2.0        # ±200%: a call of a microsecond is compared through its history only
 MIN_GROUP_SPECS = 4
+# an odd group's median is one of its values, which makes its MAD smaller: hence the zigzag
+PAIR_MULTIPLIER = {  # group size k -> q (benchmarks/noise_band_calibration.py, 1,000,000 groups each)
+    4: 9.79, 5: 11.83, 6: 6.72, 7: 7.09, 8: 5.45, 9: 5.57, 10: 4.79, 11: 4.83, 12: 4.39, 13: 4.42,
+    14: 4.13, 15: 4.15, 16: 3.95, 17: 3.96, 18: 3.81, 19: 3.82, 20: 3.7, 21: 3.72, 22: 3.63, 23: 3.63,
+    24: 3.56, 25: 3.56, 26: 3.51, 27: 3.5, 28: 3.46, 29: 3.46, 30: 3.41, 31: 3.42, 32: 3.38, 33: 3.39,
+    34: 3.35, 35: 3.36, 36: 3.33, 37: 3.33, 38: 3.31, 39: 3.31, 40: 3.29,
+}
+
+
+def pair_multiplier(k: int) -> float:
+    """q of the pair band for a group of k specs (beyond the table: 3 + 11/k, which meets it at 40)."""
+    return PAIR_MULTIPLIER.get(k) or Z + 11.0 / k
+
+
+def t_quantile(df: int) -> float:
+    """Student's t at 99.865% (two-sided 3σ) for df ≥ 3 degrees of freedom."""
+    if df in T_QUANTILE:
+        return T_QUANTILE[df]
+    z = Z
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 @dataclass(frozen=True)
@@ -82,17 +124,18 @@ def history_band(medians_s: list[float]) -> NoiseBand | None:
     logs = [math.log(m) for m in medians_s if m > 0]
     if len(logs) < MIN_HISTORY_RUNS:
         return None
-    sigma = ROBUST_SIGMA * _mad(logs, stats.median(logs))
-    estimate = math.expm1(Z * math.sqrt(2) * sigma)
+    mean = math.fsum(logs) / len(logs)
+    sigma = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
+    estimate = math.expm1(t_quantile(len(logs) - 1) * math.sqrt(2) * sigma)
     return NoiseBand(max(HISTORY_FLOOR, estimate), "history", len(logs), estimate=estimate,
-                     detail=f"robust spread of its medians ±{math.expm1(sigma):.1%} per run")
+                     detail=f"spread (SD) of its medians ±{math.expm1(sigma):.1%} per run")
 
 
 def pair_band(log_ratios: list[float], group: str, *, shift_is_noise: bool) -> NoiseBand:
     """From the log speed-ups of a group of specs of the two runs being compared."""
     centre = stats.median(log_ratios)
     scatter = ROBUST_SIGMA * _mad(log_ratios, centre)
-    estimate = math.expm1((abs(centre) if shift_is_noise else 0.0) + Z * scatter)
+    estimate = math.expm1((abs(centre) if shift_is_noise else 0.0) + pair_multiplier(len(log_ratios)) * scatter)
     shift = (f"common shift {math.exp(centre):.3f}× counted as noise" if shift_is_noise else
              f"common shift {math.exp(centre):.3f}× not counted (the runs differ in recorded settings or machine)")
     return NoiseBand(max(PAIR_FLOOR, estimate), "pair", 2, specs=len(log_ratios), estimate=estimate,
@@ -100,6 +143,22 @@ def pair_band(log_ratios: list[float], group: str, *, shift_is_noise: bool) -> N
 
 
 FLOOR_ONLY = NoiseBand(PAIR_FLOOR, "floor", 2, specs=0, detail=f"fewer than {MIN_GROUP_SPECS} comparable specs")
+
+
+def short_call_floor(call_s: float) -> float:
+    """The narrowest band, without history, for a spec whose calls take `call_s` seconds."""
+    if call_s >= SHORT_CALL_S:
+        return PAIR_FLOOR
+    return min(SHORT_CALL_CAP, PAIR_FLOOR * (SHORT_CALL_S / max(call_s, 1e-9)) ** SHORT_CALL_EXPONENT)
+
+
+def _with_short_call_floor(band: NoiseBand, call_s: float) -> NoiseBand:
+    floor = short_call_floor(call_s)
+    if floor <= band.fraction:
+        return band
+    return dataclasses.replace(band, fraction=floor, detail=(
+        f"{band.detail}; raised to ±{floor:.0%} for a call of {format_seconds(call_s)} (calls under "
+        f"{format_seconds(SHORT_CALL_S)} move more between runs than a pair shows; history replaces this)"))
 
 
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
@@ -120,13 +179,14 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
         for key, _label in _groups(a):
             members.setdefault(key, []).append(log_ratio[a.spec.key])
     found: dict[str, NoiseBand] = {}
-    for a, _ in usable:
+    for a, b in usable:
         from_history = history_band(history.get(a.spec.key, []))
         if from_history is not None:
             found[a.spec.key] = from_history
             continue
-        found[a.spec.key] = next((pair_band(members[key], label, shift_is_noise=shift_is_noise)
-                                  for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
+        band = next((pair_band(members[key], label, shift_is_noise=shift_is_noise)
+                     for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
+        found[a.spec.key] = _with_short_call_floor(band, min(stats.median(a.samples_s), stats.median(b.samples_s)))
     return found
 
 
@@ -178,6 +238,9 @@ def summary(bands_used: list[NoiseBand]) -> dict:
                      "specs per group, robust median and MAD)")
     if by_source["floor"]:
         parts.append(f"{len(by_source['floor'])} at the floor (too few specs to estimate)")
+    widened = sum("for a call of" in b.detail for b in bands_used)
+    if widened:
+        parts.append(f"{widened} widened for calls under {format_seconds(SHORT_CALL_S)} (history replaces that)")
     floors = f"floor ±{PAIR_FLOOR:.0%} (±{HISTORY_FLOOR:.0%} where history proves less)"
     text = (f"run-to-run noise band ±{_span([b.fraction * 100 for b in bands_used], '.1f')}%: "
             + "; ".join(parts) + f"; {floors}")
