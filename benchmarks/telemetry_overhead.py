@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from accelbench.telemetry import TelemetrySampler
-from accelbench.timing import stats
+from accelbench.timing import bootstrap
 from accelbench.timing.harness import measure
 
 
@@ -58,7 +58,7 @@ def compare(call, rounds: int, rigor: str, interval_s: float) -> dict:
         for name in order:
             runs[name].append(timed(call, rigor, interval_s if name == "sampler" else None))
     pooled = {k: [s for run in v for s in run] for k, v in runs.items()}
-    overall = stats.ratio_of_medians_ci(pooled["sampler"], pooled["none"])
+    overall = bootstrap.ratio_of_medians_ci(pooled["sampler"], pooled["none"])
     paired = paired_ratio([statistics.median(b) / statistics.median(a)
                            for a, b in zip(runs["none"], runs["sampler"])])
     cost_s, cpu_s = poll_cost_s(interval_s)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 PHASES = ("to_device", "compute", "to_host", "end_to_end")
@@ -39,7 +40,7 @@ class Spec:
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
 
-    @property
+    @cached_property  # a report asks for it tens of thousands of times
     def key(self) -> str:
         """A stable text key: the same spec measured in two runs has the same key."""
         return json.dumps([self.workload, self.backend, self.device, [list(p) for p in self.params]],

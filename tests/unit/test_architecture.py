@@ -19,7 +19,7 @@ import accelbench
 
 ROOT = Path(accelbench.__file__).resolve().parent
 FOUNDATION = ("errors", "units", "results", "verdict", "vocabulary", "plugins", "settings", "userdirs",
-              "_version", "bulk", "terminal", "schemas", "data")
+              "_version", "bulk", "forked", "terminal", "schemas", "data")
 LAYERS = [FOUNDATION, ("devices",), ("backends",), ("timing", "telemetry"), ("workloads",), ("runner",),
           ("store",), ("report",), ("cluster",), ("session", "api"), ("cli", "__main__")]
 LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}

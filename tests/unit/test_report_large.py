@@ -14,7 +14,8 @@ pytest.importorskip("matplotlib", reason="figures need matplotlib: pip install a
 from synthetic_runs import (break_even_measurements, expected_transfer_share, measurement,  # noqa: E402
                             run_data)
 
-from accelbench.report import drawing, figures, roofline  # noqa: E402
+from accelbench import forked  # noqa: E402
+from accelbench.report import figures, roofline  # noqa: E402
 
 MANY_SIZES = tuple(range(500, 500 + 100 * (figures.MAX_BAR_GROUPS + 8), 100))  # 20 orders
 
@@ -65,8 +66,9 @@ from synthetic_runs import break_even_measurements, run_data
 from accelbench.report import drawing, figures
 runs = [run_data(break_even_measurements()), run_data(break_even_measurements(dtype="float64"))]
 here = [figures.make_figures(run) for run in runs]
-drawing.PARALLEL_FROM_RESULTS, drawing.usable_cpus = 0, lambda: 2
-assert drawing.fork_is_safe(), "this child loads no threaded framework"
+from accelbench import forked
+drawing.PARALLEL_FROM_RESULTS, forked.usable_cpus = 0, lambda: 2
+assert forked.fork_is_safe(), "this child loads no threaded framework"
 called = []
 drawn = drawing.draw_all(runs, meanwhile=lambda: called.append(True))
 assert called == [True]
@@ -87,4 +89,4 @@ def test_figures_drawn_by_workers_equal_those_drawn_here():
 
 def test_no_workers_in_a_process_that_loaded_a_threaded_framework(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", object())
-    assert not drawing.fork_is_safe()
+    assert not forked.fork_is_safe()

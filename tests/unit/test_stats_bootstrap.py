@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from accelbench.timing import stats
+from accelbench.timing import bootstrap, stats
 
 
 def _lognormal(rng: random.Random, n: int, median_s: float = 1e-3, sigma: float = 0.1) -> list[float]:
@@ -37,7 +37,7 @@ def test_interval_ends_agree_with_the_textbook_bootstrap_within_monte_carlo_erro
     n_top, n_bottom, ratio, sigma = CASES[case]
     rng = random.Random(100 + case)
     top, bottom = _lognormal(rng, n_top, ratio * 1e-3, sigma), _lognormal(rng, n_bottom, 1e-3, sigma)
-    ci = stats.ratio_of_medians_ci(top, bottom, seed=case)  # 4000 resamples, the default
+    ci = bootstrap.ratio_of_medians_ci(top, bottom, seed=case)  # 4000 resamples, the default
     reference = _reference_ratios(top, bottom, resamples=20000, seed=case)
     assert ci.ratio == pytest.approx(statistics.median(top) / statistics.median(bottom), rel=1e-12)
     # each end must sit where the reference puts the 2.5% (97.5%) point, give or take 1.3 points of
@@ -52,8 +52,8 @@ def test_interval_ends_agree_with_the_textbook_bootstrap_within_monte_carlo_erro
 def test_vectorised_resampled_medians_match_resampling(n):
     data = sorted(_lognormal(random.Random(n), n))
     draws = 20000
-    direct = stats._bootstrap_medians(__import__("numpy").array(data),
-                                      stats._bootstrap_ranks(n, draws, 5, 0)).tolist()
+    direct = bootstrap._bootstrap_medians(__import__("numpy").array(data),
+                                      bootstrap._bootstrap_ranks(n, draws, 5, 0)).tolist()
     naive_rng = random.Random(2)
     naive = [statistics.median(naive_rng.choices(data, k=n)) for _ in range(draws)]
     for x in data:  # the two empirical CDFs agree everywhere (sampling error ~0.004)
@@ -69,7 +69,7 @@ def test_interval_covers_the_true_ratio_at_about_the_nominal_rate_on_lognormal_d
         sigma = rng.choice([0.02, 0.1, 0.3])
         true_ratio = rng.choice([0.5, 1.0, 3.0])
         a_s, b_s = _lognormal(rng, n_a, true_ratio * 1e-3, sigma), _lognormal(rng, n_b, 1e-3, sigma)
-        ci = stats.ratio_of_medians_ci(a_s, b_s, seed=trial)
+        ci = bootstrap.ratio_of_medians_ci(a_s, b_s, seed=trial)
         covered += ci.low <= true_ratio <= ci.high
     # nominal 95%; the percentile bootstrap of medians is a little conservative here (97% seen);
     # one standard error of the rate over 1000 trials is 0.7 points
@@ -78,7 +78,7 @@ def test_interval_covers_the_true_ratio_at_about_the_nominal_rate_on_lognormal_d
 
 def test_a_zero_resampled_denominator_gives_an_infinite_end_as_the_reference_does():
     top, bottom = [1.0] * 10, [0.0] * 4 + [1.0] * 7  # a resample with >= 6 zeros has median 0
-    ci = stats.ratio_of_medians_ci(top, bottom)
+    ci = bootstrap.ratio_of_medians_ci(top, bottom)
     reference = _reference_ratios(top, bottom, resamples=4000, seed=0)
     assert math.isinf(reference[-1]) and math.isinf(ci.high)
     assert ci.low == 1.0 and ci.ratio == 1.0  # (the old code gave high = nan here: inf - inf)
@@ -87,24 +87,24 @@ def test_a_zero_resampled_denominator_gives_an_infinite_end_as_the_reference_doe
 def test_lists_and_tuples_give_the_same_interval_and_input_order_does_not_matter():
     rng = random.Random(8)
     a_s, b_s = _lognormal(rng, 25), _lognormal(rng, 30)
-    from_lists = stats.ratio_of_medians_ci(a_s, b_s, seed=4)
-    assert stats.ratio_of_medians_ci(tuple(a_s), tuple(b_s), seed=4) == from_lists
-    assert stats.ratio_of_medians_ci(a_s[::-1], sorted(b_s), seed=4) == from_lists
+    from_lists = bootstrap.ratio_of_medians_ci(a_s, b_s, seed=4)
+    assert bootstrap.ratio_of_medians_ci(tuple(a_s), tuple(b_s), seed=4) == from_lists
+    assert bootstrap.ratio_of_medians_ci(a_s[::-1], sorted(b_s), seed=4) == from_lists
 
 
 def test_the_same_seed_gives_the_same_interval_in_a_fresh_process():
     rng = random.Random(6)
     a_s, b_s = _lognormal(rng, 24), _lognormal(rng, 41)
-    code = (f"from accelbench.timing import stats; "
-            f"print(repr(stats.ratio_of_medians_ci({a_s!r}, {b_s!r}, seed=9)))")
+    code = (f"from accelbench.timing import bootstrap; "
+            f"print(repr(bootstrap.ratio_of_medians_ci({a_s!r}, {b_s!r}, seed=9)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == repr(stats.ratio_of_medians_ci(a_s, b_s, seed=9))
+    assert out.stdout.strip() == repr(bootstrap.ratio_of_medians_ci(a_s, b_s, seed=9))
 
 
 def test_numpy_loads_only_when_a_bootstrap_is_asked_for():
-    code = ("import sys; from accelbench.timing import stats; s = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]; "
+    code = ("import sys; from accelbench.timing import bootstrap, stats; s = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]; "
             "stats.summarize(s); stats.median(s); stats.mann_whitney(s, s); "
             "stats.rel_ci_halfwidth_presorted(s); print('numpy' in sys.modules); "
-            "stats.ratio_of_medians_ci(s, s); print('numpy' in sys.modules)")
+            "bootstrap.ratio_of_medians_ci(s, s); print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

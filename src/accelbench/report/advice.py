@@ -16,7 +16,7 @@ from accelbench.report.precision import precision_tradeoffs
 from accelbench.report.crossover import Curve, classify, find_crossing
 from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, valid_rows
 from accelbench.report.analysis import Row
-from accelbench.timing import stats
+from accelbench.timing import bootstrap, stats
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.units import format_bytes, format_si
 
@@ -299,7 +299,7 @@ def precision(rows: list[Row]) -> list[Finding]:
 def _precision_finding(label: str, fp32: Row, other: Row, dtype: str) -> Finding:
     # same n, same flops: the ratio of times is the ratio of speeds
     # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
-    ratio = other.vs_float32 or stats.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
+    ratio = other.vs_float32 or bootstrap.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
     n = size_of(fp32.spec)
     verdict = ratio.verdict()
     if verdict == "same":

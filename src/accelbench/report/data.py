@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from accelbench.devices.model import Device, PeakFigure
@@ -94,13 +96,26 @@ def load_run(store, run_id: str) -> RunData:
 
 
 def load_runs(store, refs: Iterable[str]) -> list[RunData]:
-    """Resolve each ref (latest, latest~N, an id or a unique prefix) once, in the order given."""
+    """Resolve each ref (latest, latest~N, an id or a unique prefix) once, in the order given;
+    several runs of a database file are read and analysed on the usable cores (accelbench.forked),
+    each worker with its own connection (an SQLite connection must not cross a fork)."""
+    from accelbench import forked
+
     seen: list[str] = []
     for ref in refs:
         run_id = store.resolve_run(ref)
         if run_id not in seen:
             seen.append(run_id)
-    return [load_run(store, run_id) for run_id in seen]
+    if len(seen) < 2 or not Path(store.path).is_file() or not forked.worker_count(len(seen)):
+        return [load_run(store, run_id) for run_id in seen]
+    return forked.forked_map(partial(_load_from_file, str(store.path)), seen)
+
+
+def _load_from_file(path: str, run_id: str) -> RunData:
+    from accelbench.store.db import Store
+
+    with Store(path, create=False, notify=lambda _: None) as store:
+        return load_run(store, run_id)
 
 
 # -- grouping helpers shared by figures and advice --------------------------------------------

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
-from accelbench.timing import stats
+from accelbench.timing import bootstrap
 
 # accuracy figures the workloads store, in the order preferred: against float64 on the same inputs first
 ACCURACY_KEYS = ("rel_error_vs_float64", "max_error_in_standard_errors", "error_in_standard_errors",
@@ -32,7 +32,7 @@ def precision_tradeoffs(rows: list[Row]) -> list:
             continue
         fp32, fp64 = by_dtype["float32"], by_dtype["float64"]
         # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
-        ratio = fp64.vs_float32 or stats.ratio_of_medians_ci(fp64.measurement.samples_s, fp32.measurement.samples_s)
+        ratio = fp64.vs_float32 or bootstrap.ratio_of_medians_ci(fp64.measurement.samples_s, fp32.measurement.samples_s)
         basis = f", {ratio.basis()}" if hasattr(ratio, "basis") else ""
         lost = _accuracy_text(fp32)
         params = " ".join(f"{k}={v}" for k, v in rest)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from accelbench.results import Measurement, PairedSamples
-from accelbench.timing import stats
+from accelbench.timing import bootstrap, stats
 from accelbench.vocabulary import is_cpu_baseline
 
 CPU_ALL_CORES = "cpu_all_cores"     # numpy on all cores (compute) / this compute time
@@ -67,7 +67,7 @@ def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
 
 
 def unpaired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float], note: str = "") -> SpeedupCI:
-    r = stats.ratio_of_medians_ci(baseline_s, candidate_s)
+    r = bootstrap.ratio_of_medians_ci(baseline_s, candidate_s)
     return SpeedupCI(r.ratio, r.low, r.high, r.confidence, pairs=0, note=note or UNPAIRED_NOTE)
 
 
@@ -138,23 +138,34 @@ class Speedups:
         self._paired = {p.key: p for p in paired}
 
     def ratio(self, wanted: Wanted | None) -> SpeedupCI | None:
-        if wanted is None or wanted.candidate_phase not in wanted.candidate.phases_s:
-            return None
-        found = self._paired.get(wanted.key)
-        ratio = paired_ratio_ci(found.baseline_s, found.candidate_s) if found is not None and found.baseline_s else None
-        if ratio is not None:
-            return ratio
-        note = f"unpaired: {found.note}" if found is not None and found.note else UNPAIRED_NOTE
-        return unpaired_ratio_ci(wanted.baseline.phases_s[wanted.baseline_phase],
-                                 wanted.candidate.phases_s[wanted.candidate_phase], note)
+        return self.ratios([wanted])[0]
+
+    def ratios(self, wanted: Sequence[Wanted | None]) -> list[SpeedupCI | None]:
+        """Each wanted speed-up's ratio; the unpaired ones bootstrapped together (timing.bootstrap.ratios_of_medians_ci)."""
+        found: list[SpeedupCI | None] = [None] * len(wanted)
+        unpaired: list[tuple[int, str]] = []
+        for index, w in enumerate(wanted):
+            if w is None or w.candidate_phase not in w.candidate.phases_s:
+                continue
+            paired = self._paired.get(w.key)
+            if paired is not None and paired.baseline_s:
+                found[index] = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
+            else:
+                unpaired.append((index, f"unpaired: {paired.note}" if paired is not None and paired.note
+                                 else UNPAIRED_NOTE))
+        samples = [(wanted[i].baseline.phases_s[wanted[i].baseline_phase],  # type: ignore[union-attr]
+                    wanted[i].candidate.phases_s[wanted[i].candidate_phase]) for i, _ in unpaired]  # type: ignore[union-attr]
+        for (index, note), r in zip(unpaired, bootstrap.ratios_of_medians_ci(samples)):
+            found[index] = SpeedupCI(r.ratio, r.low, r.high, r.confidence, pairs=0, note=note)
+        return found
 
     def by_candidate(self, measurements: Iterable[Measurement]) -> dict[int, dict[str, SpeedupCI]]:
         """id(candidate measurement) -> {kind: its speed-up}."""
         found: dict[int, dict[str, SpeedupCI]] = defaultdict(dict)
-        for wanted in wanted_speedups(measurements):
-            ratio = self.ratio(wanted)
+        wanted = wanted_speedups(measurements)
+        for w, ratio in zip(wanted, self.ratios(wanted)):
             if ratio is not None:
                 # a float32 row is the candidate of every other dtype: its own row shows none
-                target = wanted.baseline if wanted.kind == VS_FLOAT32 else wanted.candidate
-                found[id(target)][wanted.kind] = ratio
+                target = w.baseline if w.kind == VS_FLOAT32 else w.candidate
+                found[id(target)][w.kind] = ratio
         return found

@@ -29,7 +29,7 @@ from accelbench.report.compare import noise as run_noise
 from accelbench.report.data import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.report.summary import spec_label
-from accelbench.timing import stats
+from accelbench.timing import bootstrap, stats
 
 SAME_WITHIN = 0.10
 ALPHA = 0.05
@@ -134,7 +134,7 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
         return SpecComparison(spec, "excluded", median_a, median_b, n_a, n_b, note="a median time of zero: no ratio")
     if a.threads != b.threads:  # what the BLAS really ran with, read back during the measurement
         note = _join(note, f"threads read back: {a.threads} in A, {b.threads} in B")
-    ci = stats.speedup_ci(a.samples_s, b.samples_s)
+    ci = bootstrap.speedup_ci(a.samples_s, b.samples_s)
     test = stats.mann_whitney(a.samples_s, b.samples_s)
     verdict = verdict_of(ci, test, same_within=same_within, alpha=alpha)
     if min(n_a, n_b) < MIN_SAMPLES:
