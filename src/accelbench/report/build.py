@@ -31,15 +31,21 @@ def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
 
 def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
     from accelbench.report.drawing import draw_all
-    from accelbench.report.html import render_page
+    from accelbench.report.html import render_page, results_html
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out / HTML_NAME, run_ids=[r.run_id for r in runs])
     found: list[list[Finding]] = []
-    drawn = draw_all(runs, meanwhile=lambda: found.extend(run_findings(run) for run in runs))
+    tables: list[str] = []
+
+    def meanwhile() -> None:  # what needs no figure, while workers draw them
+        found.extend(run_findings(run) for run in runs)
+        tables.extend(results_html(run.rows) for run in runs)
+
+    drawn = draw_all(runs, meanwhile=meanwhile)
     sections = []
-    for run, figures, run_found in zip(runs, drawn, found):
+    for run, figures, run_found, table in zip(runs, drawn, found, tables):
         names = {}
         for figure in figures:
             if figure.png is None:  # not figure.present; no note: a workload not measured, left out
@@ -51,7 +57,7 @@ def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
             (out / name).write_bytes(figure.png)
             files.png_paths.append(out / name)
             names[figure.name] = name
-        sections.append((run, figures, run_found, names))
+        sections.append((run, figures, run_found, names, table))
     files.html_path.write_text(render_page(sections), encoding="utf-8")
     return files
 

@@ -109,7 +109,7 @@ def keep_bars_narrow(ax: Axes, slots: int) -> None:
 
 def to_png(fig: Figure) -> bytes:
     for ax in fig.axes:
-        _fewer_minor_ticks(ax)
+        _fewer_ticks(ax)
     fit_margins(fig)
     fig.canvas.draw()
     return encode_png(fig.canvas.buffer_rgba())  # type: ignore[attr-defined]  # an Agg canvas (new_figure)
@@ -196,16 +196,21 @@ def points_under_legend(ax: Axes) -> int:
     return int(inside.sum())
 
 
-def _fewer_minor_ticks(ax: Axes) -> None:
-    """Unlabelled minor ticks only at 2 and 5 of each decade where a log axis spans one or two
-    decades, and none beyond (no minor tick is labelled there): each tick is several artists to lay
-    out and draw, and the default eight per decade cost more than all the data of a figure."""
+def _fewer_ticks(ax: Axes) -> None:
+    """Log axes: labels at 1, 2 and 5 of each decade over up to three decades, at each decade
+    beyond (two dozen labels crowd a panel); unlabelled minor ticks only at 2 and 5 of each decade
+    over one or two decades, none beyond. Each tick is several artists to lay out and draw, and
+    the default eight minor ones per decade cost more than all the data of a figure."""
     from matplotlib.ticker import LogLocator, NullLocator
 
     for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         low, high = sorted(limits)
-        if axis.get_scale() == "log" and low > 0 and high / low > 10:
-            axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)) if high / low <= 100 else NullLocator())
+        if axis.get_scale() != "log" or low <= 0 or high / low <= 10:
+            continue
+        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)) if high / low <= 100 else NullLocator())
+        major = axis.get_major_locator()
+        if high / low > 1e3 and isinstance(major, LogLocator):
+            major.set_params(subs=(1.0,))
 
 
 # -- rows on axes: sizes, intervals, ticks -------------------------------------------------------

@@ -262,7 +262,9 @@ def machine_html(run: RunData) -> str:
 
 # -- the page ----------------------------------------------------------------------------------
 
-def run_section(run: RunData, figures: list[FigureResult], found: list[Finding], files: dict[str, str]) -> str:
+def run_section(run: RunData, figures: list[FigureResult], found: list[Finding], files: dict[str, str],
+                results: str | None = None) -> str:
+    """`results`: results_html(run.rows), where already rendered (while the figures were drawn)."""
     roof = next((f for f in figures if f.name == "roofline"), None)
     interrupted = (f'<p class="missing">This run is {esc(run.info.status)}: some combinations may be missing.</p>'
                    if run.info.status != "complete" else "")
@@ -273,13 +275,13 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
             + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
             + f"<h3>Findings</h3>{findings_html(found)}" + reference_html(run)
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
-            + "<h2>Results</h2>" + results_html(run.rows) + roofline_table_html(roof) + energy_html(run)
+            + "<h2>Results</h2>" + (results_html(run.rows) if results is None else results) + roofline_table_html(roof) + energy_html(run)
             + "<h2>Skipped combinations</h2>" + skips_html(run)
             + "<h2>Machine and software</h2>" + machine_html(run) + "</section>")
 
 
-def render_page(sections: list[tuple[RunData, list[FigureResult], list[Finding], dict[str, str]]],
-                generated_at: datetime | None = None) -> str:
+def render_page(sections: list[tuple[Any, ...]], generated_at: datetime | None = None) -> str:
+    """Each section: run_section's arguments (run, figures, findings, files[, results table])."""
     generated_at = generated_at or datetime.now(timezone.utc)
     ids = ", ".join(run.run_id for run, *_ in sections)
     body = "".join(run_section(*section) for section in sections)
