@@ -295,3 +295,21 @@ def stats_ratio(low, high):
     from accelbench.timing import stats
 
     return stats.RatioCI((low + high) / 2, low, high)
+
+
+def test_a_short_history_keeps_the_short_call_floor_and_a_long_one_replaces_it():
+    from accelbench.report.compare import noise
+
+    def band(runs, call_s):
+        a = measurement(Spec.make("matmul", "numpy", "cpu", n=64, dtype="float64"), [call_s] * 21)
+        b = measurement(a.spec, [call_s * 1.01] * 21)
+        history = {a.spec.key: [call_s * (1 + 0.01 * (k % 3 - 1)) for k in range(runs)]}
+        return noise.bands([(a, b)], history, shift_is_noise=True)[a.spec.key]
+
+    short = band(noise.MIN_HISTORY_RUNS, 17e-6)  # four quiet runs of a 17 µs call prove little
+    assert short.source == "history" and short.fraction == noise.short_call_floor(17e-6) > 0.8
+    assert "for a call of" in short.detail
+    long = band(noise.HISTORY_REPLACES_FLOOR, 17e-6)
+    assert long.source == "history" and long.fraction < 0.1 and "for a call of" not in long.detail
+    slow_call = band(noise.MIN_HISTORY_RUNS, 0.05)  # a 50 ms call: no floor to keep
+    assert slow_call.fraction < 0.2 and "for a call of" not in slow_call.detail

@@ -26,4 +26,5 @@ def burst_warnings(summary: stats.Summary, samples_s: Sequence[float]) -> list[s
         return []
     typical = stats.median(slow) / summary.median_s - 1
     return [f"bursts: {len(slow)} of {len(samples_s)} samples ({share:.0%}) are {typical:.0%} slower than the "
-            f"median (typical of another process taking the CPU or device part of the time)"]
+            f"median (something took the CPU or device part of the time: another process, or on a virtual "
+            f"machine the host; the interference figures say which they saw)"]

@@ -166,9 +166,9 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
         count = len(samples_s)
         if (count >= rigor.min_samples and count >= next_batch_check
                 and stats.rel_ci_halfwidth_presorted(ordered_s) <= rigor.target_rel_ci):
-            # the reported interval is also the batch medians' one: it must meet the target too
-            # (checked every 10% more samples: it costs a pass over them)
-            if stats.batch_ci_halfwidth(samples_s) <= rigor.target_rel_ci * ordered_s[count // 2]:
+            # the reported interval (summarize: the wider of this one and the batch medians') must meet
+            # it too, computed exactly as reported (checked every 10% more samples: it costs a pass)
+            if stats.summarize(samples_s).rel_ci_halfwidth <= rigor.target_rel_ci:
                 return samples_s, "target"
             next_batch_check = count + max(1, count // 10)
         if count >= min_samples and run.elapsed_s() >= rigor.budget_s:

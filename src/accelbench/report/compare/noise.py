@@ -19,14 +19,16 @@ interval of the ratio to lie wholly outside ±band around 1, where the band come
   counts. Floor PAIR_FLOOR;
 * floor: too few specs and too little history to estimate: ±PAIR_FLOOR.
 
-Without history, a band is never narrower than short_call_floor(the spec's time per call): a call
+Without a long history, a band is never narrower than short_call_floor(the spec's time per call): a call
 of microseconds moves between processes by its memory placement, clocks and neighbours' bursts, a
 shift constant within a run (so its interval is tight) that a few specs of a pair show and the
 group's robust scatter ignores. A/A pairs on shared 2-core VMs (benchmarks/aa_compare.py, the
 compare CLI tests) moved 10 µs matmuls up to 1.98×, 50-200 µs ones up to 1.45×, while calls of
 10 ms and more stayed within the pair band; layout alone can bias a timing by tens of percent
 (Mytkowicz et al., "Producing Wrong Data Without Doing Anything Obviously Wrong!", ASPLOS 2009).
-History measures the spec's own spread, so it replaces this floor.
+A history of HISTORY_REPLACES_FLOOR runs or more measures the spec's own spread and replaces this
+floor; a shorter one does not: four quiet runs of a 17 µs matmul were followed by a fifth 1.67×
+slower on such a VM, a jump that hits one run in several and that four runs cannot show.
 """
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ ROBUST_SIGMA = 1.4826    # MAD × this estimates σ of a normal distribution
 PAIR_FLOOR = 0.05        # a band estimated from two runs, or none, is never under ±5%
 HISTORY_FLOOR = 0.01     # history may prove a smaller spread; no claim finer than ±1%
 MIN_HISTORY_RUNS = 4
-SHORT_CALL_S = 0.01        # calls shorter than this get a wider floor without history ...
+HISTORY_REPLACES_FLOOR = 10  # runs of history that may show a short call's rare jumps (below: the floor stays)
+SHORT_CALL_S = 0.01        # calls shorter than this get a wider floor without a long history ...
 SHORT_CALL_EXPONENT = 0.45  # ... PAIR_FLOOR × (SHORT_CALL_S / t)^0.45: ±14% at 1 ms, ±40% at 100 µs
 SHORT_CALL_CAP = 2.0        # ±200%: a call of a microsecond is compared through its history only
 MIN_GROUP_SPECS = 4
@@ -158,7 +161,8 @@ def _with_short_call_floor(band: NoiseBand, call_s: float) -> NoiseBand:
         return band
     return dataclasses.replace(band, fraction=floor, detail=(
         f"{band.detail}; raised to ±{floor:.0%} for a call of {format_seconds(call_s)} (calls under "
-        f"{format_seconds(SHORT_CALL_S)} move more between runs than a pair shows; history replaces this)"))
+        f"{format_seconds(SHORT_CALL_S)} move more between runs than a pair or a short history shows; "
+        f"{HISTORY_REPLACES_FLOOR} runs of history replace this)"))
 
 
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
@@ -180,13 +184,12 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
             members.setdefault(key, []).append(log_ratio[a.spec.key])
     found: dict[str, NoiseBand] = {}
     for a, b in usable:
-        from_history = history_band(history.get(a.spec.key, []))
-        if from_history is not None:
-            found[a.spec.key] = from_history
-            continue
-        band = next((pair_band(members[key], label, shift_is_noise=shift_is_noise)
-                     for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
-        found[a.spec.key] = _with_short_call_floor(band, min(stats.median(a.samples_s), stats.median(b.samples_s)))
+        band = history_band(history.get(a.spec.key, [])) or next(
+            (pair_band(members[key], label, shift_is_noise=shift_is_noise)
+             for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
+        if band.source != "history" or band.runs < HISTORY_REPLACES_FLOOR:
+            band = _with_short_call_floor(band, min(stats.median(a.samples_s), stats.median(b.samples_s)))
+        found[a.spec.key] = band
     return found
 
 
@@ -240,7 +243,7 @@ def summary(bands_used: list[NoiseBand]) -> dict:
         parts.append(f"{len(by_source['floor'])} at the floor (too few specs to estimate)")
     widened = sum("for a call of" in b.detail for b in bands_used)
     if widened:
-        parts.append(f"{widened} widened for calls under {format_seconds(SHORT_CALL_S)} (history replaces that)")
+        parts.append(f"{widened} widened for calls under {format_seconds(SHORT_CALL_S)} ({HISTORY_REPLACES_FLOOR} runs of history replace that)")
     floors = f"floor ±{PAIR_FLOOR:.0%} (±{HISTORY_FLOOR:.0%} where history proves less)"
     text = (f"run-to-run noise band ±{_span([b.fraction * 100 for b in bands_used], '.1f')}%: "
             + "; ".join(parts) + f"; {floors}")
