@@ -29,7 +29,7 @@ BAD_VALUES = [
     (["run"], "--db", ["", " ", NUL]),
     (["run"], "--rigor", ["extreme", ""]),
     (["run"], "--timeout", ["0", "-1", "inf", "-inf", "nan", "", "abc", "86401", "1e999", "10s"]),
-    (["run"], "WORKLOAD", ["", "nosuch", "matmul,stream"]),
+    (["run"], "WORKLOAD", ["", "nosuch", "matmul,", ",stream", "matmul,nosuch", "matmul,,stream"]),
     (["runs"], "--limit", ["-1", "0", "1000001", "ten", "", "1e3", "99999999999999999999", HUGE]),
     (["runs"], "--db", ["", NUL]),
     (["ceilings"], "--db", ["", NUL]),
@@ -70,7 +70,7 @@ BAD_VALUES = [
     (["submit", "--dry-run"], "--seed", ["-1"]),
     (["submit", "--dry-run"], "--sizes", ["", "64x"]),
     (["submit", "--dry-run"], "--db", [""]),
-    (["submit", "--dry-run"], "WORKLOAD", ["", "nosuch"]),
+    (["submit", "--dry-run"], "WORKLOAD", ["", "nosuch", "stream,nosuch"]),
     (["submit", "--dry-run"], "--dtype", ["", "float7"]),
     (["submit", "--dry-run"], "--device", ["", ","]),
     (["submit", "--dry-run"], "--backend", ["", "nope"]),
@@ -207,3 +207,11 @@ def test_a_closed_pipe_ends_quietly_with_141(argv, tmp_path):
     # --help is short: it may be written into the pipe buffer before the reader's close is seen
     assert process.wait(timeout=120) in ((0, 141) if argv == ["--help"] else (141,)), err
     assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_workloads_may_be_given_separated_by_commas_or_spaces(command):
+    parse = build_parser().parse_args
+    assert parse([command, "matmul,reduce", "stream"]).workloads == ["matmul", "reduce", "stream"]
+    assert parse([command, "matmul", "reduce"]).workloads == ["matmul", "reduce"]
+    assert parse([command]).workloads == []  # none named: the quick suite

@@ -12,7 +12,8 @@ from accelbench.vocabulary import RIGOR_NAMES
 def add_arguments(parser) -> None:
     from accelbench.cli import validate
 
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workload,
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workloads,
+                        action=validate.Flatten,
                         help="workloads to run (default: the quick suite; `accelbench list` shows them)")
     parser.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes (matmul: orders; stream: elements; transfer: bytes, e.g. 1M,64M)")
     parser.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")

@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
     from accelbench.vocabulary import RIGOR_NAMES
 
     sel = parser.add_argument_group("what each job runs (the options of `accelbench run`)")
-    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workload, help="workloads (default: the quick suite)")
+    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workloads,
+                     action=validate.Flatten, help="workloads (default: the quick suite)")
     sel.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes, as for `accelbench run`")
     sel.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")
     sel.add_argument("--device", type=validate.DEVICES, help="comma-separated device ids, as the nodes' `accelbench info` shows them")

@@ -222,6 +222,21 @@ def _backend_names() -> list[str]:
 BACKENDS = choice_list(_backend_names)
 
 
+def workloads(text: str) -> list[str]:
+    """One or more workload names separated by commas (also one per argument: see Flatten)."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise _refused(text, "workload names separated by commas or spaces, e.g. matmul,stream")
+    return [workload(item) for item in items]
+
+
+class Flatten(argparse.Action):
+    """nargs with a list-valued type (`workloads`): one flat list of every item given."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [item for value in values or () for item in value])
+
+
 def workload(text: str) -> str:
     """A workload name as `accelbench list` shows it."""
     from accelbench.workloads.registry import workload_names
