@@ -67,7 +67,10 @@ def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
 
 
 def unpaired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float], note: str = "") -> SpeedupCI:
-    r = bootstrap.ratio_of_medians_ci(baseline_s, candidate_s)
+    return _unpaired(bootstrap.ratio_of_medians_ci(baseline_s, candidate_s), note)
+
+
+def _unpaired(r: stats.RatioCI, note: str = "") -> SpeedupCI:
     return SpeedupCI(r.ratio, r.low, r.high, r.confidence, pairs=0, note=note or UNPAIRED_NOTE)
 
 
@@ -143,7 +146,7 @@ class Speedups:
     def ratios(self, wanted: Sequence[Wanted | None]) -> list[SpeedupCI | None]:
         """Each wanted speed-up's ratio; the unpaired ones bootstrapped together (timing.bootstrap.ratios_of_medians_ci)."""
         found: list[SpeedupCI | None] = [None] * len(wanted)
-        unpaired: list[tuple[int, str]] = []
+        unpaired: list[tuple[int, Wanted, str]] = []
         for index, w in enumerate(wanted):
             if w is None or w.candidate_phase not in w.candidate.phases_s:
                 continue
@@ -151,12 +154,11 @@ class Speedups:
             if paired is not None and paired.baseline_s:
                 found[index] = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
             else:
-                unpaired.append((index, f"unpaired: {paired.note}" if paired is not None and paired.note
-                                 else UNPAIRED_NOTE))
-        samples = [(wanted[i].baseline.phases_s[wanted[i].baseline_phase],  # type: ignore[union-attr]
-                    wanted[i].candidate.phases_s[wanted[i].candidate_phase]) for i, _ in unpaired]  # type: ignore[union-attr]
-        for (index, note), r in zip(unpaired, bootstrap.ratios_of_medians_ci(samples)):
-            found[index] = SpeedupCI(r.ratio, r.low, r.high, r.confidence, pairs=0, note=note)
+                unpaired.append((index, w, f"unpaired: {paired.note}" if paired is not None and paired.note else ""))
+        samples = [(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
+                   for _, w, _ in unpaired]
+        for (index, _, note), r in zip(unpaired, bootstrap.ratios_of_medians_ci(samples)):
+            found[index] = _unpaired(r, note)
         return found
 
     def by_candidate(self, measurements: Iterable[Measurement]) -> dict[int, dict[str, SpeedupCI]]:

@@ -149,7 +149,7 @@ def rel_ci_halfwidth_presorted(data: Sequence[float], confidence: float = CONFID
 MIN_BATCHES, MAX_BATCHES = 5, 10
 
 
-def _t_quantile(p: float, df: int) -> float:
+def t_quantile(p: float, df: int) -> float:
     """Student's t quantile by the Cornish-Fisher expansion around the normal one (within 0.3% for
     df >= 4 at the 97.5th percentile: 2.769 for 2.776)."""
     from statistics import NormalDist
@@ -177,7 +177,7 @@ def batch_ci_halfwidth(samples_in_order: Sequence[float], confidence: float = CO
     if not medians:
         return math.inf
     k = len(medians)
-    return _t_quantile(0.5 + confidence / 2, k - 1) * _stdev(sorted(medians)) / math.sqrt(k)
+    return t_quantile(0.5 + confidence / 2, k - 1) * _stdev(sorted(medians)) / math.sqrt(k)
 
 
 # -- summary -----------------------------------------------------------------------------------
