@@ -72,6 +72,9 @@ if [[ $gpu == 1 ]]; then
   step run-suite 150 100 "$OUT/run-suite.json" "$OUT/run-suite.log" \
     "$PY" -m accelbench run stream memcpy montecarlo vgg-infer \
     --device cuda:0 --backend torch --rigor quick --json --no-progress
+  # what NVML's sample buffers deliver on this board (the telemetry source reads around their gaps)
+  step nvml-buffers 30 90 "$OUT/nvml-buffers.log" "$OUT/nvml-buffers.err" \
+    "$PY" scripts/nvml_buffers.py "$OUT/nvml-buffers.json" --seconds 3
 else
   step run-cpu 120 100 "$OUT/run-cpu.json" "$OUT/run-cpu.log" \
     "$PY" -m accelbench run matmul --sizes 256 --dtype float32 --device cpu --backend numpy \

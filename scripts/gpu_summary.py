@@ -51,12 +51,25 @@ def relative_difference(measured: float, reference: float) -> float:
     return (measured - reference) / reference
 
 
-def agreement(name: str, measured: float, reference: float, tolerance: float, unit: str, what: str) -> Line:
-    """PASS when `measured` (accelbench) is within ±tolerance of `reference` (the hand loop)."""
+def rule(tolerance: float, reference: dict | None) -> tuple[float, str]:
+    """The agreement rule: ±tolerance, or half the hand loop's own spread (max − min over its
+    median, across its repeats) when that is wider. A power-capped H200 moved its bf16 hand loop by
+    15% between repeats (SM clock 1,530–1,980 MHz): a smaller gap is no evidence of mis-timing."""
+    spread = float((reference or {}).get("spread") or 0.0)
+    if spread / 2 <= tolerance:
+        return tolerance, f"rule ±{tolerance:.0%}"
+    repeats = (reference or {}).get("repeats", "its")
+    return spread / 2, f"rule ±{spread / 2:.1%}: half the hand loop's spread of {spread:.1%} over {repeats} loops"
+
+
+def agreement(name: str, measured: float, reference: float, tolerance: float, unit: str, what: str,
+              reference_figure: dict | None = None) -> Line:
+    """PASS when `measured` (accelbench) is within the rule (see `rule`) of `reference` (the hand loop)."""
     difference = relative_difference(measured, reference)
-    status = "PASS" if abs(difference) <= tolerance else "FAIL"
+    allowed, said = rule(tolerance, reference_figure)
+    status = "PASS" if abs(difference) <= allowed else "FAIL"
     return Line(name, status, f"accelbench {number(measured)} {unit} vs hand loop {number(reference)} {unit} "
-                              f"({difference:+.1%}, rule ±{tolerance:.0%}){what}")
+                              f"({difference:+.1%}, {said}){what}")
 
 
 class Evidence:
@@ -234,7 +247,8 @@ def comparison_lines(evidence: Evidence) -> list[Line]:
         own = mine["derived"].get("percent_of_datasheet_peak")
         lines.append(agreement(name, tflops, hand["tflops"], MATMUL_TOLERANCE, "TFLOP/s",
                                f"; {share:.1%} of the {H200_DENSE_BF16_TFLOPS:g} TFLOP/s dense peak ({PEAK_SOURCE})"
-                               + (f"; accelbench's own share: {own:.1f}% of the inventory's peak" if own else "")))
+                               + (f"; accelbench's own share: {own:.1f}% of the inventory's peak" if own else ""),
+                               hand))
     copies = [r for r in evidence.results() if r["spec"]["workload"] == "memcpy"
               and r["spec"]["params"].get("direction") == "d2d"]
     mine = max(copies, key=lambda r: r["spec"]["params"]["bytes"], default=None)
@@ -248,7 +262,7 @@ def comparison_lines(evidence: Evidence) -> list[Line]:
     else:
         extra = f"; 1 GiB hand loop {large['tb_per_s']:.2f} TB/s" if large else ""
         lines.append(agreement(name, rate(mine)[0] / 1e3, hand["tb_per_s"], COPY_TOLERANCE, "TB/s",
-                               f" at {hand['bytes'] // 2**20} MiB, read+write counted{extra}"))
+                               f" at {hand['bytes'] // 2**20} MiB, read+write counted{extra}", hand))
     lines.append(pinned_line(evidence))
     return lines
 
@@ -269,12 +283,13 @@ def pinned_line(evidence: Evidence) -> Line:
     mine_pinned, mine_pageable = rate(pinned)[0], rate(pageable)[0]
     difference = relative_difference(mine_pinned, hand_pinned["gb_per_s"])
     faster = mine_pinned > mine_pageable
-    status = "PASS" if faster and abs(difference) <= PINNED_TOLERANCE else "FAIL"
+    allowed, said = rule(PINNED_TOLERANCE, hand_pinned)
+    status = "PASS" if faster and abs(difference) <= allowed else "FAIL"
     return Line(name, status,
                 f"accelbench pinned {mine_pinned:,.1f} GB/s, pageable {mine_pageable:,.1f} GB/s "
                 f"(×{mine_pinned / mine_pageable:.2f}); hand loop pinned {hand_pinned['gb_per_s']:,.1f} GB/s, "
                 f"pageable {hand_pageable['gb_per_s']:,.1f} GB/s (×{hand_pinned['gb_per_s'] / hand_pageable['gb_per_s']:.2f}); "
-                f"pinned {difference:+.1%} vs hand loop (rule ±{PINNED_TOLERANCE:.0%}, and pinned faster)")
+                f"pinned {difference:+.1%} vs hand loop ({said}, and pinned faster)")
 
 
 def trust_lines(evidence: Evidence) -> list[Line]:

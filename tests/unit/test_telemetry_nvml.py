@@ -189,3 +189,48 @@ def test_real_adapter_decodes_samples_and_maps_not_found():
     with pytest.raises(NvmlError) as caught:
         adapter.samples(0, "total_power", 0)  # this fake module lacks the constant
     assert caught.value.code == "function_not_found"
+
+
+def test_a_buffer_that_stays_empty_is_read_directly_once_it_is_stale(data_dir):
+    """An H200's SM clock buffer said 'supported' and gave nothing for a whole run: the clock is then
+    read once per poll, while a buffer that keeps delivering is never read a second way."""
+    from accelbench.telemetry.nvml import BUFFER_STALE_S
+
+    clock = Clock(1000.0)
+    rec = with_telemetry(recording(data_dir, "h200"))
+    rec["devices"][0]["samples"]["processor_clock"] = []   # supported, never filled
+    sampler, source = sampler_for(rec, clock, ["cuda:0"])
+    assert "sm_clock_mhz" not in sampler.device_infos()["cuda:0"].missing
+    polls = [1000.0 + 0.2 * k for k in range(1, 16)]
+    clocks, utilisation = [], []
+    for t in polls:
+        clock.t_s = t
+        for s in sampler.poll():
+            if "sm_clock_mhz" in s.values:
+                clocks.append((s.t_s, s.values["sm_clock_mhz"]))
+            if "utilization_percent" in s.values:
+                utilisation.append(s.t_s)
+    # read directly from the first poll BUFFER_STALE_S after opening, at the poll's own time
+    assert [t for t, _ in clocks] == [t for t in polls if t - 1000.0 >= BUFFER_STALE_S - 1e-9]
+    assert {v for t, v in clocks} == {1755.0}                # the series' value after start + 1 s
+    expected = [t / 1e6 for t, _ in rec["devices"][0]["samples"]["gpu_utilization"] if 1000.0 < t / 1e6 <= polls[-1]]
+    assert sorted(utilisation) == sorted(expected)          # every buffered sample, none read twice
+
+
+def test_a_buffer_that_falls_silent_is_read_directly_until_it_delivers_again(data_dir):
+    clock = Clock(1000.0)
+    rec = with_telemetry(recording(data_dir, "h200"))
+    samples = rec["devices"][0]["samples"]["gpu_utilization"]
+    rec["devices"][0]["samples"]["gpu_utilization"] = [s for s in samples if not 1000.5e6 < s[0] <= 1002.5e6]
+    rec["devices"][0]["samples"]["memory_utilization"] = [[t, 30] for t, _ in samples]  # never silent
+    rec["devices"][0]["utilization"] = [88, 40]  # what nvmlDeviceGetUtilizationRates answers
+    sampler, _ = sampler_for(rec, clock, ["cuda:0"])
+    direct = []
+    for k in range(1, 31):
+        clock.t_s = 1000.0 + 0.1 * k
+        for s in sampler.poll():
+            if "utilization_percent" in s.values and "temperature_c" in s.values:  # the poll's own reads
+                direct.append(round(clock.t_s, 1))
+                assert s.values["utilization_percent"] == 88.0 and s.values["memory_utilization_percent"] == 40.0
+    # silent after 1000.5: direct reads from a second later until samples come again after 1002.5
+    assert direct and min(direct) == pytest.approx(1001.5) and max(direct) <= 1002.5

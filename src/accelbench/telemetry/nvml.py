@@ -3,7 +3,9 @@
 NVML keeps its own sample buffers (utilisation, power, clocks), filled between our polls at the
 driver's rate. Each poll asks `nvmlDeviceGetSamples` for what is newer than the newest sample it
 has already seen, so no sample is lost between polls (while the buffer still holds them) and none
-is counted twice. Metrics without a buffer on this board are read once per poll instead.
+is counted twice. Metrics without a buffer on this board are read once per poll instead, and so is a
+buffered metric that has delivered nothing new for BUFFER_STALE_S: on an H200 (driver 580) a whole
+matmul run's telemetry held no SM clock while its buffer was said to be supported.
 
 Energy comes from `nvmlDeviceGetTotalEnergyConsumption` (millijoules since the driver loaded, Volta
 and later). How often the board refreshes that counter decides how short a window it can measure:
@@ -41,6 +43,9 @@ THROTTLE_BITS = {
 # used when the counter could not be timed at open: a conservative refresh period (boards refresh
 # it every 10-100 ms; A100/H100 power is known to be sampled in 100 ms windows)
 DEFAULT_ENERGY_UPDATE_S = 0.1
+# a buffer that gave nothing new for this long is read directly (NVML fills some only on change,
+# every 1/6 s for utilisation: a shorter wait would read each period twice)
+BUFFER_STALE_S = 1.0
 CALIBRATE_S = 0.25
 POWER_ACCURACY = 0.05  # NVML documents power readings as accurate to ±5% of the draw
 _QUIET = ("not_supported", "function_not_found")
@@ -64,6 +69,7 @@ class _Gpu:
     index: int
     buffered: set[str] = field(default_factory=set)
     last_seen_us: dict[str, int] = field(default_factory=dict)
+    last_fresh_s: dict[str, float] = field(default_factory=dict)  # poll time a buffer last gave something
     unreadable: set[str] = field(default_factory=set)
     energy_update_s: float | None = None
     last_energy: CounterReading | None = None
@@ -107,8 +113,9 @@ class NvmlSource(Source):
                 self.absent[device_id] = (f"NVML sees {len(ids)} GPU(s)"
                                           + (f" ({', '.join(ids)})" if ids else "") + f": no {device_id}")
                 continue
-            self._gpus[device_id] = _Gpu(ids[device_id])
-            self.devices[device_id] = self._describe(device_id, self._gpus[device_id])
+            gpu = self._gpus[device_id] = _Gpu(ids[device_id])
+            self.devices[device_id] = self._describe(device_id, gpu)
+            gpu.last_fresh_s = dict.fromkeys(gpu.buffered, now_s)
         self._calibrate()
 
     @staticmethod
@@ -152,22 +159,27 @@ class NvmlSource(Source):
                 if exc.code == "not_found":  # supported, only empty so far
                     gpu.buffered.add(kind)
                     gpu.last_seen_us[kind] = 0
-        for metric, (reader, _) in self._point_reads(gpu).items():
+        covered = {BUFFERS[kind][0] for kind in gpu.buffered}
+        for metric, (reader, _) in self._point_reads(gpu, stale=set(BUFFERS)).items():
             try:
                 reader()
             except NvmlError as exc:
                 gpu.unreadable.add(metric)
                 shown = "memory_used_bytes" if metric == "memory" else metric
-                info.missing[shown] = f"NVML: {exc.message} ({exc.code})"
+                if shown not in covered:  # a buffer may still deliver it
+                    info.missing[shown] = f"NVML: {exc.message} ({exc.code})"
         if "total_energy" in gpu.unreadable:
             info.missing.pop("total_energy", None)
             info.energy_note = ("no NVML energy counter on this board (Volta and later have one): "
                                 "energy is integrated from power samples")
         return info
 
-    def _point_reads(self, gpu: _Gpu) -> dict[str, tuple[Callable[[], Any], Callable[[Any], dict]]]:
-        """metric -> (NVML read, how to turn it into values), for what no buffer covers."""
+    def _point_reads(self, gpu: _Gpu, stale: set[str] | frozenset[str] = frozenset(),
+                     ) -> dict[str, tuple[Callable[[], Any], Callable[[Any], dict]]]:
+        """metric -> (NVML read, how to turn it into values), for what no buffer covers and for the
+        buffered kinds in `stale` (nothing new in this poll)."""
         nv, i = self._nvml, gpu.index
+        unbuffered = (set(BUFFERS) - gpu.buffered) | set(stale)
         reads: dict[str, tuple[Callable[[], Any], Callable[[Any], dict]]] = {
             "memory": (lambda: nv.memory_info(i),
                        lambda m: {"memory_total_bytes": m[0], "memory_used_bytes": m[0] - m[1]}),
@@ -177,14 +189,14 @@ class NvmlSource(Source):
             "other_processes": (lambda: nv.running_processes(i), lambda procs: {
                 "other_processes": other_process_count([pid for pid, _ in procs], {os.getpid()})}),
         }
-        if not {"gpu_utilization", "memory_utilization"} <= gpu.buffered:
+        if {"gpu_utilization", "memory_utilization"} & unbuffered:
             reads["utilization_percent"] = (lambda: nv.utilization_percent(i), lambda v: {
                 "utilization_percent": float(v[0]), "memory_utilization_percent": float(v[1])})
-        if "total_power" not in gpu.buffered:
+        if "total_power" in unbuffered:
             reads["power_w"] = (lambda: nv.power_mw(i), lambda v: {"power_w": v / 1000})
-        if "processor_clock" not in gpu.buffered:
+        if "processor_clock" in unbuffered:
             reads["sm_clock_mhz"] = (lambda: nv.clock_mhz(i, "sm"), lambda v: {"sm_clock_mhz": float(v)})
-        if "memory_clock" not in gpu.buffered:
+        if "memory_clock" in unbuffered:
             reads["memory_clock_mhz"] = (lambda: nv.clock_mhz(i, "memory"), lambda v: {"memory_clock_mhz": float(v)})
         return reads
 
@@ -214,8 +226,14 @@ class NvmlSource(Source):
     def poll(self, now_s: float) -> list[Sample]:
         samples: list[Sample] = []
         for device_id, gpu in self._gpus.items():
-            samples += self._drain(device_id, gpu)
-            samples.append(Sample(device_id, now_s, self._read_points(device_id, gpu)))
+            drained = self._drain(device_id, gpu)
+            fresh = {metric for s in drained for metric in s.values}
+            for kind in gpu.buffered:
+                if BUFFERS[kind][0] in fresh:
+                    gpu.last_fresh_s[kind] = now_s
+            stale = {kind for kind in gpu.buffered if now_s - gpu.last_fresh_s.get(kind, now_s) >= BUFFER_STALE_S}
+            samples += drained
+            samples.append(Sample(device_id, now_s, self._read_points(device_id, gpu, stale)))
         for reading in self.counters(now_s):  # a rate from two samples of the counter
             gpu = self._gpus[reading.device_id]
             if gpu.last_energy is not None:
@@ -255,9 +273,9 @@ class NvmlSource(Source):
             if note.split(" (")[0] not in " ".join(notes):
                 notes.append(note)
 
-    def _read_points(self, device_id: str, gpu: _Gpu) -> dict[str, Any]:
+    def _read_points(self, device_id: str, gpu: _Gpu, stale: set[str]) -> dict[str, Any]:
         values: dict[str, Any] = {}
-        for metric, (reader, convert) in self._point_reads(gpu).items():
+        for metric, (reader, convert) in self._point_reads(gpu, stale).items():
             if metric in gpu.unreadable:
                 continue
             try:
