@@ -9,7 +9,8 @@ interval of the ratio to lie wholly outside ±band around 1, where the band come
   MIN_HISTORY_RUNS of them, run A included, run B never): band = t·√2·s, s the standard deviation
   of their log medians, √2 because a change is the difference of two runs, t Student's quantile for
   k − 1 degrees of freedom (s from 4 runs is itself uncertain: t = 9.2 there, 3.3 from 30 runs);
-  floor HISTORY_FLOOR, since history can prove a spread smaller than the pair floor;
+  floor HISTORY_FLOOR, since history can prove a spread smaller than the pair floor; widened by
+  the pair's common shift (below) when the runs match in machine and settings;
 * pair: the two runs themselves: the log ratios of all specs of the pair with the same workload and
   backend@device (else the same device, else all specs: at least MIN_GROUP_SPECS):
   band = |median| + q·1.4826·MAD, q for the group's size k (PAIR_MULTIPLIER: q = 3 would let a spec
@@ -163,6 +164,19 @@ def _with_short_call_floor(band: NoiseBand, call_s: float) -> NoiseBand:
         f"{HISTORY_REPLACES_FLOOR} runs of history replace this)"))
 
 
+def _with_common_shift(band: NoiseBand, centre: float, specs: int, group: str) -> NoiseBand:
+    """A history band widened by the pair's common shift, as the pair band counts it: the spec's own
+    history says how it varies when the machine holds still, not what a whole run moved by. In CI a
+    fifth run of ten sub-millisecond matmuls came out 1.29× slower throughout (nothing recorded to
+    explain it), and two of them, 1.44× and 1.50×, had cleared a band from four quiet runs."""
+    if centre == 0.0:
+        return band
+    fraction = math.expm1(math.log1p(band.fraction) + abs(centre))
+    return dataclasses.replace(band, fraction=fraction, detail=(
+        f"{band.detail}; plus the common shift {math.exp(centre):.3f}× of {specs} specs of {group} "
+        "in these 2 runs, counted as noise"))
+
+
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
     """The groups a spec's pair estimate may come from, narrowest first."""
     s = m.spec
@@ -182,11 +196,17 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
             members.setdefault(key, []).append(log_ratio[a.spec.key])
     found: dict[str, NoiseBand] = {}
     for a, b in usable:
-        band = history_band(history.get(a.spec.key, [])) or next(
-            (pair_band(members[key], label, shift_is_noise=shift_is_noise)
-             for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), FLOOR_ONLY)
-        if band.source != "history" or band.runs < HISTORY_REPLACES_FLOOR:
-            band = _with_short_call_floor(band, min(stats.median(a.samples_s), stats.median(b.samples_s)))
+        group = next(((key, label) for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), None)
+        call_s = min(stats.median(a.samples_s), stats.median(b.samples_s))
+        band = history_band(history.get(a.spec.key, []))
+        if band is None:
+            band = pair_band(members[group[0]], group[1], shift_is_noise=shift_is_noise) if group else FLOOR_ONLY
+            band = _with_short_call_floor(band, call_s)
+        else:  # the spec's own spread (floored while the history is short), then the run's shift
+            if band.runs < HISTORY_REPLACES_FLOOR:
+                band = _with_short_call_floor(band, call_s)
+            if group and shift_is_noise:
+                band = _with_common_shift(band, stats.median(members[group[0]]), len(members[group[0]]), group[1])
         found[a.spec.key] = band
     return found
 
