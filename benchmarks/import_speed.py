@@ -47,7 +47,10 @@ with frozen_heap(collect=False):  # as import_file runs
     texts = stored_phases(raw, doc); lap("samples' text")
     records = list(run_records(doc["runs"], None, texts)); lap("build rows")
     with Store(sys.argv[2]) as store:
-        store.restore_runs(records)
+        try:
+            store.restore_runs(records, bulk=True)  # as import_file stores them
+        except TypeError:  # an older checkout (--src): no rollback-journal bulk write
+            store.restore_runs(records)
     lap("store (one commit)")
 print(json.dumps(parts))
 """

@@ -132,22 +132,36 @@ def test_an_import_killed_while_writing_leaves_all_of_it_or_none(tmp_path):
     child = subprocess.Popen([sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(db)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    wal = tmp_path / "results.sqlite-wal"
+    wal, journal = tmp_path / "results.sqlite-wal", tmp_path / "results.sqlite-journal"
+    size_before = db.stat().st_size
     deadline = time.monotonic() + 120
+
+    def grown(path, by) -> bool:
+        try:
+            return path.stat().st_size > by
+        except FileNotFoundError:
+            return False
+
+    def writing() -> bool:  # WAL mode: the log grows; rollback journal (alone): the file itself grows
+        return grown(wal, KILL_AFTER_WAL_BYTES) or (journal.exists() and grown(db, size_before + KILL_AFTER_WAL_BYTES))
+
     while child.poll() is None and time.monotonic() < deadline:
-        if wal.exists() and wal.stat().st_size > KILL_AFTER_WAL_BYTES:
+        if writing():
             child.send_signal(signal.SIGKILL)
             break
         time.sleep(0.002)
     child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL, f"the import ended before it was killed: {child.stderr.read()}"
+    killed_in_rollback_mode = journal.exists()  # a hot journal, rolled back by the next connection
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     with Store(db) as store:
+        assert store._connection().execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # opening restores it
         ids = [info.id for info in store.runs()]
         counts = {run_id: len(store.results(run_id)) for run_id in ids}
     assert counts.pop("earlier") == 1
     assert counts in ({}, {f"run-{r}": 4000 for r in range(4)}), counts  # all of the import, or none of it
+    assert killed_in_rollback_mode and counts == {}  # alone with the file, the import used the rollback journal
     with Store(db) as store:  # and the file imports cleanly afterwards
         assert len(fast.import_file(store, doc_path)) == (4 if not counts else 0)
         assert sum(len(store.results(f"run-{r}")) for r in range(4)) == 16_000
@@ -159,3 +173,35 @@ def test_specs_whose_values_are_equal_but_typed_differently_keep_their_own_text(
              for value in (1, 1.0, True, [1])]
     assert [params for _, params in texts] == ['{"n":1}', '{"n":1.0}', '{"n":true}', '{"n":[1]}']
     assert len({key for key, _ in texts}) == 4
+
+
+def test_the_rollback_journal_is_used_only_alone_and_wal_comes_back(tmp_path):
+    """journal.py: alone with the file, a bulk import writes through a rollback journal; with a
+    reader holding the file open it stays in WAL at once (no 30 s wait) and stores all the same."""
+    from accelbench.store.journal import rollback_journal
+
+    doc_path = tmp_path / "d.json"
+    write_json(doc_path, document([[result(64), result(128)]]))
+    with Store(tmp_path / "alone.sqlite") as store:
+        conn = store._connection()
+        timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        with rollback_journal(conn) as switched:
+            assert switched and conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == timeout > 0
+        assert fast.import_file(store, doc_path) == ["run-0"]
+    db = tmp_path / "shared.sqlite"
+    Store(db).close()
+    reader = sqlite3.connect(db)
+    reader.execute("SELECT COUNT(*) FROM runs").fetchone()  # holds the file open, as `accelbench monitor` would
+    try:
+        with Store(db) as store:
+            conn = store._connection()
+            began = time.monotonic()
+            with rollback_journal(conn) as switched:
+                assert not switched and conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert time.monotonic() - began < 5
+            assert fast.import_file(store, doc_path) == ["run-0"]
+        assert reader.execute("SELECT COUNT(*) FROM results").fetchone() == (2,)
+    finally:
+        reader.close()

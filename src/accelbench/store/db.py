@@ -11,7 +11,7 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +23,7 @@ from accelbench.results import Measurement, Skip
 from accelbench.store import liveness
 from accelbench.store.ceiling_rows import CeilingRows
 from accelbench.store.failures import reported as _reported
+from accelbench.store.journal import rollback_journal
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
 from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
@@ -198,10 +199,11 @@ class Store(SpeedupStore, CeilingRows):
         return bool(self.restore_runs([{"run_id": run_id, **run}]))
 
     @_reported
-    def restore_runs(self, runs: Iterable[Mapping[str, Any]]) -> list[str]:
+    def restore_runs(self, runs: Iterable[Mapping[str, Any]], *, bulk: bool = False) -> list[str]:
         """Insert whole runs (each a mapping of restore_run's arguments) in ONE transaction, as an
-        import wants: every run is stored, or none. Returns the ids added; stored ones are skipped."""
-        with self._write() as conn:
+        import wants: every run is stored, or none. Returns the ids added; stored ones are skipped.
+        bulk: through a rollback journal while no one else has the file open (journal.py)."""
+        with rollback_journal(self._connection()) if bulk else nullcontext(), self._write() as conn:
             return [run["run_id"] for run in runs if _restore(conn, **run)]
 
     @_reported

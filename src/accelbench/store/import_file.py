@@ -45,7 +45,7 @@ def import_file(store: Store, path: str | os.PathLike[str], tags: Mapping[str, A
             raise UsageError(f"{path}: {exc}") from None
         phases = stored_phases(raw, doc)
         del raw
-        added = store.restore_runs(run_records(doc["runs"], tags, phases))
+        added = store.restore_runs(run_records(doc["runs"], tags, phases), bulk=True)
         # freed here, while the collector is off: with it back on, its first pass over the young
         # generation would walk the millions of objects the document is made of (seconds at 100,000 results)
         del doc, phases
