@@ -67,12 +67,22 @@ def test_a_row_built_from_the_file_equals_the_row_of_its_measurement(data):
     assert tuple(fast._row("run-0", data, None)) == fast.RESULT_COLUMNS
 
 
+@pytest.fixture(params=["here", "child"])
+def rows_built(request, monkeypatch):
+    """Both ways import_file works: all in this process, or validated and built by a forked child
+    (row_builder.py, used for files of 8 MB or more: forced here for small ones)."""
+    if request.param == "child" and not hasattr(os, "fork"):
+        pytest.skip("needs fork")
+    monkeypatch.setattr(fast, "worth_a_child", lambda size: request.param == "child")
+    return request.param
+
+
 def stored(db) -> dict[str, list[dict]]:
     with Store(db) as store:
         return {info.id: [m.to_dict() for m in store.results(info.id)] for info in store.runs()}
 
 
-def test_the_file_import_stores_what_the_document_import_stores(tmp_path):
+def test_the_file_import_stores_what_the_document_import_stores(tmp_path, rows_built):
     doc = document([VARIANTS, [result(n, samples=40) for n in range(1, 30)]])
     write_json(tmp_path / "doc.json", doc)  # indented, as `accelbench export` writes it
     raw = (tmp_path / "doc.json").read_bytes()
@@ -94,7 +104,7 @@ def test_the_file_import_stores_what_the_document_import_stores(tmp_path):
     ({"check": {"passed": True, "max_rel_error": 0.0, "tolerance": 1e-3,  # inside a string: escaped, unseen
                 "detail": 'x "phases_s": {"compute": [9.0]} y'}}, True),
 ])
-def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_path, decoy, file_text_used):
+def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_path, decoy, file_text_used, rows_built):
     doc = document([[result(64), result(128, **decoy), result(256)]])
     write_json(tmp_path / "doc.json", doc)
     texts = fast.stored_phases((tmp_path / "doc.json").read_bytes(), doc)
@@ -105,7 +115,7 @@ def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_pat
             Measurement.from_dict(r).to_dict() for r in doc["runs"][0]["results"]]
 
 
-def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path):
+def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path, rows_built):
     doc = document([[result(64), result(128)]])
     doc["runs"][0]["results"][1]["phases_s"]["compute"][3] = -1.0
     write_json(tmp_path / "bad.json", doc)
@@ -113,6 +123,48 @@ def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path):
         with pytest.raises(Exception, match=r"bad\.json: runs\[0\]\.results\[1\]\.phases_s\.compute\[3\]"):
             fast.import_file(store, tmp_path / "bad.json")
         assert store.runs() == []
+
+
+@pytest.mark.parametrize("failure", ["raises", "vanishes"])
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_row_builder_that_fails_or_vanishes_stores_nothing(tmp_path, monkeypatch, failure):
+    """The child fails after sending a run (its exception's text is shown), or dies without a word:
+    the run already stored in the open transaction is rolled back with the rest."""
+    from accelbench.store.row_builder import RowBuilderFailed
+
+    monkeypatch.setattr(fast, "worth_a_child", lambda size: True)
+
+    real = fast._validated_records
+
+    def fails_after_one_run(raw, path, tags, told):
+        records = real(raw, path, tags, told)
+        yield next(records)
+        if failure == "vanishes":
+            os._exit(3)
+        raise ValueError("a defect while building rows")
+
+    monkeypatch.setattr(fast, "_validated_records", fails_after_one_run)
+    write_json(tmp_path / "doc.json", document([[result(64)], [result(128)]]))
+    with Store(tmp_path / "a.sqlite") as store:
+        words = "a defect while building rows" if failure == "raises" else r"ended early \(exit status 3\)"
+        with pytest.raises(RowBuilderFailed, match=words):
+            fast.import_file(store, tmp_path / "doc.json")
+        assert store.runs() == []
+        monkeypatch.setattr(fast, "_validated_records", real)
+        assert fast.import_file(store, tmp_path / "doc.json") == ["run-0", "run-1"]  # the file itself is fine
+
+
+def test_a_child_builds_rows_only_where_it_pays_and_fits():
+    from accelbench.store import row_builder
+
+    big = 100 << 20
+    assert not row_builder.worth_a_child(1 << 20, lambda: 1 << 40)          # a small file: not worth a fork
+    assert not row_builder.worth_a_child(big, lambda: None)                  # memory unknown
+    assert not row_builder.worth_a_child(big, lambda: 7 * big)               # no room for a second parse
+    expected = row_builder.usable_cpus() >= 2 and row_builder.fork_is_safe()
+    assert row_builder.worth_a_child(big, lambda: 9 * big) == expected
+    available = row_builder.memory_available_bytes()
+    assert available is None or available > 0
 
 
 KILL_AFTER_WAL_BYTES = 1_000_000  # the import is writing its results: well inside its one transaction
@@ -145,12 +197,22 @@ def test_an_import_killed_while_writing_leaves_all_of_it_or_none(tmp_path):
     def writing() -> bool:  # WAL mode: the log grows; rollback journal (alone): the file itself grows
         return grown(wal, KILL_AFTER_WAL_BYTES) or (journal.exists() and grown(db, size_before + KILL_AFTER_WAL_BYTES))
 
+    import psutil
+
+    builders = set()
     while child.poll() is None and time.monotonic() < deadline:
+        try:
+            builders |= {p.pid for p in psutil.Process(child.pid).children()}
+        except psutil.NoSuchProcess:
+            break
         if writing():
             child.send_signal(signal.SIGKILL)
             break
         time.sleep(0.002)
     child.wait(timeout=30)
+    # a row builder left behind finds its pipe broken and ends (it never writes the database)
+    alive = psutil.wait_procs([psutil.Process(pid) for pid in builders if psutil.pid_exists(pid)], timeout=30)[1]
+    assert not alive, f"row builder outlived the killed import: {alive}"
     assert child.returncode == -signal.SIGKILL, f"the import ended before it was killed: {child.stderr.read()}"
     killed_in_rollback_mode = journal.exists()  # a hot journal, rolled back by the next connection
     with sqlite3.connect(db) as conn:
@@ -205,3 +267,38 @@ def test_the_rollback_journal_is_used_only_alone_and_wal_comes_back(tmp_path):
         assert reader.execute("SELECT COUNT(*) FROM results").fetchone() == (2,)
     finally:
         reader.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
+def test_ctrl_c_during_an_import_stores_nothing_and_leaves_no_row_builder(tmp_path):
+    """Ctrl-C while the rows of a large file arrive from the forked builder: exit 130, the
+    transaction rolled back, and the builder process gone with it."""
+    import psutil
+
+    db, doc_path = tmp_path / "results.sqlite", tmp_path / "big.json"
+    Store(db).close()
+    write_json(doc_path, document([[result(n, samples=60) for n in range(1 + r * 4000, 1 + (r + 1) * 4000)]
+                                   for r in range(4)]))
+    assert doc_path.stat().st_size > 8 << 20  # large enough for the builder where it is worth one
+    child = subprocess.Popen([sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(db)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    journal, builders = tmp_path / "results.sqlite-journal", set()
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            builders |= {p.pid for p in psutil.Process(child.pid).children()}
+        except psutil.NoSuchProcess:
+            break
+        if journal.exists() and db.stat().st_size > 2_000_000:  # storing, inside the one transaction
+            child.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.002)
+    child.wait(timeout=60)
+    assert child.returncode == 130, f"the import ended before Ctrl-C: {child.stderr.read()}"
+    with Store(db) as store:
+        assert store.runs() == []
+    alive = psutil.wait_procs([psutil.Process(pid) for pid in builders if psutil.pid_exists(pid)], timeout=10)[1]
+    assert not alive, f"row builder still running: {alive}"
+    from accelbench.vocabulary import usable_cpus
+    assert bool(builders) == (usable_cpus() >= 2)  # the CLI loads no framework: it forks wherever two cores are

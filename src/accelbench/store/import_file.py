@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +21,7 @@ from accelbench.errors import UsageError
 from accelbench.store.db import Store
 from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict  # noqa: F401 - read_bytes re-exported
 from accelbench.store.document_schema import validate_document
+from accelbench.store.row_builder import RowBuilder, worth_a_child
 from accelbench.store.schema import dumps
 
 # Every result has this key once; a valid phases object holds phase names and lists of numbers,
@@ -38,11 +40,13 @@ def import_file(store: Store, path: str | os.PathLike[str], tags: Mapping[str, A
 
     raw = read_bytes(path)
     with frozen_heap(collect=False):  # millions of new objects and no cycles among them
-        doc = parse_json(raw, path)
-        try:
-            validate_document(doc)
-        except UsageError as exc:
-            raise UsageError(f"{path}: {exc}") from None
+        if worth_a_child(len(raw)):  # validated and built on another core while this one stores
+            with RowBuilder(_validated_records, raw, str(path), tags) as builder:
+                texts = phases_texts(raw)  # while the child parses and validates
+                builder.tell(None if texts is None else len(texts))
+                del raw
+                return store.restore_runs(_with_phases(builder.records(), texts), bulk=True)
+        doc = _validated(raw, path)
         phases = stored_phases(raw, doc)
         del raw
         added = store.restore_runs(run_records(doc["runs"], tags, phases), bulk=True)
@@ -52,13 +56,51 @@ def import_file(store: Store, path: str | os.PathLike[str], tags: Mapping[str, A
     return added
 
 
+def _validated(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
+    doc = parse_json(raw, path)
+    try:
+        validate_document(doc)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    return doc
+
+
+def _validated_records(raw: bytes, path: str, tags: Mapping[str, Any] | None,
+                       told: Callable[[], Any]) -> Iterator[dict[str, Any]]:
+    """restore_runs' arguments from the file's bytes, once the whole document is valid, in the row
+    builder's process (a UsageError there is raised in the parent). The parent finds the samples'
+    text meanwhile and tells how many it found: when that is one per result, phases_json is left
+    None for it to fill (the text need not cross the pipe); otherwise it is written from the values."""
+    doc = _validated(raw, path)
+    results = sum(len(run["results"]) for run in doc["runs"])
+    yield from run_records(doc["runs"], tags, repeat(None) if told() == results else None)
+
+
+def _with_phases(records: Iterator[dict[str, Any]], texts: list[str] | None) -> Iterator[dict[str, Any]]:
+    """The parent's side of _validated_records: each row's phases_json left None is the next text."""
+    pending = iter(texts or ())
+    at = RESULT_COLUMNS.index("phases_json")
+    for record in records:
+        columns, rows = record["result_rows"]
+        record["result_rows"] = (columns, [row if row[at] is not None else (*row[:at], next(pending), *row[at + 1:])
+                                           for row in rows])
+        yield record
+
+
 def stored_phases(raw: bytes, doc: dict[str, Any]) -> list[str] | None:
     """Each result's phases_s as compact JSON text from the file, in document order; None when the
-    key's occurrences are not exactly one object per result (then the parsed values are written).
+    key's occurrences are not exactly one object per result (then the parsed values are written)."""
+    results = sum(len(run["results"]) for run in doc["runs"])
+    texts = phases_texts(raw, results)
+    return texts if texts is not None and len(texts) == results else None
+
+
+def phases_texts(raw: bytes, most: int | None = None) -> list[str] | None:
+    """The compact text of every `"phases_s": {...}` object in the file, in order; None where such a
+    key is followed by anything else, or occurs more than `most` times.
 
     Plain byte searches (memchr speed), not a regular expression, which would step through the
     hundreds of megabytes of samples one character at a time."""
-    results = sum(len(run["results"]) for run in doc["runs"])
     spans: list[bytes] = []
     at = raw.find(PHASES_KEY)
     while at != -1:
@@ -67,21 +109,20 @@ def stored_phases(raw: bytes, doc: dict[str, Any]) -> list[str] | None:
         if opening == -1 or raw[after_key:opening].strip(JSON_WHITESPACE) != b":":
             return None
         closing = raw.find(b"}", opening)
-        if closing == -1 or raw.find(b"{", opening + 1, closing) != -1 or len(spans) == results:
+        if closing == -1 or raw.find(b"{", opening + 1, closing) != -1 or len(spans) == most:
             return None
         spans.append(raw[opening:closing + 1].translate(None, JSON_WHITESPACE))
         at = raw.find(PHASES_KEY, closing)
-    if len(spans) != results:
-        return None
     try:
         return [span.decode("ascii") for span in spans]
-    except UnicodeDecodeError:  # a non-ASCII phase name, which validation has refused already
+    except UnicodeDecodeError:  # a non-ASCII phase name, which validation refuses
         return None
 
 
 def run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None,
-                phases: list[str] | None) -> Iterator[dict[str, Any]]:
-    """restore_runs' arguments for each validated run, with its result rows already built."""
+                phases: Iterable[str | None] | None) -> Iterator[dict[str, Any]]:
+    """restore_runs' arguments for each validated run, with its result rows already built; each
+    result's phases_json from `phases` in order (None: written from its values)."""
 
     texts = iter(phases) if phases is not None else None
     for run in runs:
@@ -99,7 +140,7 @@ RESULT_COLUMNS = ("run_id", "spec_key", "workload", "backend", "device", "params
                   "extra_json", "telemetry_json", "verdict", "verdict_reasons_json")  # _row's keys, in order
 
 
-def _row(run_id: str, result: dict[str, Any], texts: Iterator[str] | None) -> dict[str, Any]:
+def _row(run_id: str, result: dict[str, Any], texts: Iterator[str | None] | None) -> dict[str, Any]:
     """schema.result_row(run_id, Measurement.from_dict(result)), built straight from the validated
     dict: the same columns and values (a test holds them equal), without the objects in between."""
     spec, check = result["spec"], result["check"]
