@@ -116,3 +116,66 @@ def test_the_bulk_pass_accepts_valid_results_and_refuses_a_bad_one():
     assert document_check.all_pass(document_schema._RESULT, results)
     results[50]["work"]["bytes_moved"] = float("nan")
     assert not document_check.all_pass(document_schema._RESULT, results)
+
+
+def _one_pass(doc) -> str:
+    """The whole document checked in one pass (how validate_document worked before it streamed runs)."""
+    try:
+        if isinstance(doc, dict) and "format" in doc:
+            document_schema._FORMAT_NAME(doc["format"], "format")
+        document_schema._DOCUMENT(doc, "")
+        seen = set()
+        for i, run in enumerate(doc["runs"]):
+            if run["id"] in seen:
+                return f"runs[{i}].id: run {run['id']!r} appears twice in the document"
+            seen.add(run["id"])
+    except document_check.Invalid as exc:
+        return str(exc)
+    return "accepted"
+
+
+def _three_runs() -> dict:
+    doc = _document(5)
+    doc["runs"] += [dict(copy.deepcopy(doc["runs"][0]), id=f"run-{k}") for k in (2, 3)]
+    return doc
+
+
+def _bad_result(doc, run):
+    doc["runs"][run]["results"][1]["first_call_s"] = -1
+
+
+STREAMED = {
+    "valid": lambda d: None,
+    "bad run 2 of 3": lambda d: _bad_result(d, 1),
+    "bad runs 2 and 3": lambda d: (_bad_result(d, 2), _bad_result(d, 1)),
+    "unknown top-level field and a bad run": lambda d: (d.update(zzz=1), _bad_result(d, 2)),
+    "unknown top-level field only": lambda d: d.update(zzz=1),
+    "bad version and a bad run": lambda d: (d.update(format_version=7), _bad_result(d, 0)),
+    "bad exported_at after runs in the file": lambda d: (d.pop("runs"), d.update(runs=_three_runs()["runs"],
+                                                                                   exported_at="yesterday")),
+    "a run id twice and a bad later run": lambda d: (d["runs"][1].update(id="run-1"), _bad_result(d, 2)),
+    "a run id twice": lambda d: d["runs"][2].update(id="run-1"),
+    "runs not a list": lambda d: d.update(runs={"a": 1}),
+    "runs missing": lambda d: d.pop("runs"),
+    "a bad run that is not an object": lambda d: d["runs"].insert(1, [1, 2]),
+    "foreign format": lambda d: d.update(format="other", runs=3),
+}
+
+
+@pytest.mark.parametrize("name", list(STREAMED))
+def test_runs_checked_one_at_a_time_give_the_one_pass_message(name):
+    """validated_runs lets an import store run 1 while run 2 is checked: the message of a bad
+    document, and what is accepted, stay those of checking it all at once."""
+    doc = _three_runs()
+    STREAMED[name](doc)
+    expected = _one_pass(doc)
+    assert _message(doc) == expected
+    yielded = []
+    try:
+        for run in document_schema.validated_runs(doc):
+            yielded.append(run["id"])
+    except UsageError as exc:
+        assert str(exc) == expected
+    else:
+        assert expected == "accepted" and yielded == ["run-1", "run-2", "run-3"]
+    assert (expected == "accepted") == (name == "valid")  # every mutation is refused

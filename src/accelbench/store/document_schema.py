@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from itertools import chain, repeat
+from collections.abc import Iterator
 from typing import Any
 
 from accelbench.devices.model import DEVICE_KINDS, PEAK_METRICS, PROVENANCES
@@ -217,20 +218,39 @@ def _format_version(value: Any, path: Where) -> int:
 
 
 _FORMAT_NAME = one_of((FORMAT_NAME,), f'"{FORMAT_NAME}"')
-_DOCUMENT = fields({"format": (_FORMAT_NAME, True), "format_version": (_format_version, True),
+_DOCUMENT_FIELDS = {"format": (_FORMAT_NAME, True), "format_version": (_format_version, True),
                     "exported_at": (optional(time), False), "accelbench_version": (_SHORT, False),
                     "results_schema_version": (number(1, 2**31, whole=True), False),
-                    "runs": (list_of(_RUN), True)})
+                    "runs": (list_of(_RUN), True)}  # runs last: validated_runs relies on it
+_DOCUMENT = fields(_DOCUMENT_FIELDS)
 
 
 def validate_document(doc: Any) -> None:
     """Raise UsageError naming the JSON path of the first bad field; return None if all is well."""
+    for _ in validated_runs(doc):
+        pass
+
+
+def validated_runs(doc: Any) -> Iterator[dict[str, Any]]:
+    """validate_document a run at a time: yields each run once it and all before it are valid, so
+    work on it may start while later runs are checked. The error raised (UsageError) is the one
+    validate_document raises, the first bad field in document order: the document's own fields,
+    then each run in turn, then run ids that appear twice."""
     try:
         if isinstance(doc, dict) and "format" in doc:
             _FORMAT_NAME(doc["format"], "format")  # a foreign document: say so before anything else
-        _DOCUMENT(doc, "")
+        runs = doc.get("runs") if isinstance(doc, dict) else None
+        if not isinstance(runs, list) or len(runs) > MAX_ITEMS:
+            _DOCUMENT(doc, "")  # says what is wrong with the document or its runs field
+            runs = []
+        # one pass checks the known fields in order (runs last), then refuses unknown ones
+        _DOCUMENT({**{k: v for k, v in doc.items() if k in _DOCUMENT_FIELDS}, "runs": []}, "")
+        for i, run in enumerate(runs):
+            _RUN(run, ("runs", i))
+            yield run
+        _DOCUMENT({**doc, "runs": []}, "")
         seen: set[str] = set()
-        for i, run in enumerate(doc["runs"]):
+        for i, run in enumerate(runs):
             if run["id"] in seen:
                 raise Invalid(f"runs[{i}].id", f"run {run['id']!r} appears twice in the document")
             seen.add(run["id"])

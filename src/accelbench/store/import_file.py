@@ -20,7 +20,7 @@ from accelbench.bulk import frozen_heap
 from accelbench.errors import UsageError
 from accelbench.store.db import Store
 from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict  # noqa: F401 - read_bytes re-exported
-from accelbench.store.document_schema import validate_document
+from accelbench.store.document_schema import validate_document, validated_runs
 from accelbench.store.row_builder import RowBuilder, worth_a_child
 from accelbench.store.schema import dumps
 
@@ -67,13 +67,24 @@ def _validated(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _validated_records(raw: bytes, path: str, tags: Mapping[str, Any] | None,
                        told: Callable[[], Any]) -> Iterator[dict[str, Any]]:
-    """restore_runs' arguments from the file's bytes, once the whole document is valid, in the row
-    builder's process (a UsageError there is raised in the parent). The parent finds the samples'
-    text meanwhile and tells how many it found: when that is one per result, phases_json is left
-    None for it to fill (the text need not cross the pipe); otherwise it is written from the values."""
-    doc = _validated(raw, path)
-    results = sum(len(run["results"]) for run in doc["runs"])
-    yield from run_records(doc["runs"], tags, repeat(None) if told() == results else None)
+    """restore_runs' arguments from the file's bytes, in the row builder's process (a UsageError
+    there is raised in the parent). Each run is sent once it and all before it are valid
+    (validated_runs), so storing starts while later runs are checked; the parent commits only after
+    the last. The parent finds the samples' text meanwhile and tells how many it found: one per
+    result, phases_json is left None for it to fill (the text need not cross the pipe); otherwise
+    it is written from the values."""
+    doc = parse_json(raw, path)
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    results = sum(len(run["results"]) for run in runs if isinstance(run, dict) and isinstance(run.get("results"), list)
+                  ) if isinstance(runs, list) else None  # if the document proves invalid, nothing is kept
+    yield from run_records(_checked_runs(doc, path), tags, repeat(None) if told() == results else None)
+
+
+def _checked_runs(doc: Any, path: str) -> Iterator[dict[str, Any]]:
+    try:
+        yield from validated_runs(doc)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def _with_phases(records: Iterator[dict[str, Any]], texts: list[str] | None) -> Iterator[dict[str, Any]]:
@@ -119,7 +130,7 @@ def phases_texts(raw: bytes, most: int | None = None) -> list[str] | None:
         return None
 
 
-def run_records(runs: list[dict[str, Any]], tags: Mapping[str, Any] | None,
+def run_records(runs: Iterable[dict[str, Any]], tags: Mapping[str, Any] | None,
                 phases: Iterable[str | None] | None) -> Iterator[dict[str, Any]]:
     """restore_runs' arguments for each validated run, with its result rows already built; each
     result's phases_json from `phases` in order (None: written from its values)."""
