@@ -4,7 +4,9 @@ Writes an `accelbench export` document of generated, realistic results (syntheti
 20-60 samples per phase, four phases on accelerators) to a temporary file, then times
 `accelbench import` of it into a fresh database in a new process, and splits that time into
 reading and parsing the file, validating it, finding the samples' text, building the rows and
-storing them (a checkout without store/import_file.py is timed as a whole only). --src points the
+storing them, one after another as import_file does where it cannot fork a row builder (where it
+can, the child validates and builds while this process stores: the wall time is less than the
+parts' sum; a checkout without store/import_file.py is timed as a whole only). --src points the
 processes at another checkout's src/, for a before/after pair. --one-by-one also times Store.add_result (one committed
 transaction per result, as a running benchmark stores them) for a thousand results.
 
