@@ -1,16 +1,18 @@
 """An import validated and its rows built in a forked process, while this one stores them.
 
 Storing is one SQLite writer; parsing, validating and building rows are Python: in one process they
-take turns (4 s, 1 s and 2.4 s, then 3.5 s of storing, for 100,000 results). Here a child forked
-after the file is read does all but the storing on its own core and sends each run's rows through a
-pipe as soon as they are built; this process stores them as they arrive, in its one transaction, and
-never parses the document itself (nor frees it: the child exits without freeing its 1.3 GB).
+take turns (about 4 s to parse and validate 100,000 results, 1 s to find the samples' text, 2.4 s
+to build rows, then 3.5 s of storing). Here a child forked once the file is read parses and
+validates it and sends each run's rows through a pipe as soon as that run is valid and built; this
+process finds the samples' text meanwhile, then stores each run as it arrives, in its one
+transaction. It never parses the document itself, and the child exits without freeing its copy.
 
 Nothing changes in what is stored: the child runs the same validation and run_records on the same
 bytes, and the transaction commits only once every run has arrived and been stored. An invalid
 document is a UsageError here, with the child's text; a child that fails or vanishes is an error
-here too, and the transaction rolls back. Used only where forking is safe, with two cores or more,
-and where memory holds the parsed document twice over; elsewhere import_file does it all itself.
+here too, and the transaction rolls back. Memory is what one process doing it all would use (the
+parsed document is the child's only). Used where forking is safe, with two cores or more, for
+files large enough to pay for the fork; elsewhere import_file does it all itself.
 """
 from __future__ import annotations
 
@@ -28,28 +30,12 @@ from accelbench.vocabulary import usable_cpus
 
 # build(raw, path, tags, told) yields the records; told() returns what the parent passed to tell()
 Build = Callable[[bytes, str, "Mapping[str, Any] | None", Callable[[], Any]], Iterator[dict[str, Any]]]
-PARSED_PER_FILE_BYTE = 4    # a parsed export takes ~3.5× its file size (1.3 GB for 366 MB)
 MIN_FILE_BYTES = 8 << 20    # below this the fork costs more than it saves
 
 
-def worth_a_child(file_bytes: int, available_bytes: Callable[[], int | None] | None = None) -> bool:
-    """Fork a row builder for a file this large: safe, two cores, and room for a second parsed copy."""
-    if file_bytes < MIN_FILE_BYTES or usable_cpus() < 2 or not fork_is_safe():
-        return False
-    available = (available_bytes or memory_available_bytes)()
-    return available is not None and available > 2 * PARSED_PER_FILE_BYTE * file_bytes
-
-
-def memory_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux); None where it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+def worth_a_child(file_bytes: int) -> bool:
+    """Fork a row builder for a file this large: forking is safe here and two cores are usable."""
+    return file_bytes >= MIN_FILE_BYTES and usable_cpus() >= 2 and fork_is_safe()
 
 
 class RowBuilderFailed(RuntimeError):
