@@ -67,14 +67,62 @@ def test_a_row_built_from_the_file_equals_the_row_of_its_measurement(data):
     assert tuple(fast._row("run-0", data, None)) == fast.RESULT_COLUMNS
 
 
-@pytest.fixture(params=["here", "child"])
-def rows_built(request, monkeypatch):
-    """Both ways import_file works: all in this process, or validated and built by a forked child
-    (row_builder.py, used for files of 8 MB or more: forced here for small ones)."""
-    if request.param == "child" and not hasattr(os, "fork"):
-        pytest.skip("needs fork")
-    monkeypatch.setattr(fast, "worth_a_child", lambda size: request.param == "child")
-    return request.param
+# import_file with its forked row builder forced on (small test files) in a fresh interpreter: this
+# one may have loaded JAX or torch, whose threads make a fork unsafe (row_builder never forks then)
+CHILD_IMPORT = r"""
+import json, os, sys
+from accelbench.errors import UsageError
+from accelbench.store import import_file as fast
+from accelbench.store.db import Store
+from accelbench.store.row_builder import RowBuilderFailed
+db, doc_path, tags, failure = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+fast.worth_a_child = lambda size: True
+real = fast._validated_records
+
+def fails_after_one_run(raw, path, tags, told):
+    records = real(raw, path, tags, told)
+    yield next(records)
+    if failure == "vanishes":
+        os._exit(3)
+    raise ValueError("a defect while building rows")
+
+if failure != "none":
+    fast._validated_records = fails_after_one_run
+with Store(db) as store:
+    try:
+        print(json.dumps({"added": fast.import_file(store, doc_path, tags=tags or None)}))
+    except UsageError as exc:
+        print(json.dumps({"usage_error": str(exc)}))
+    except RowBuilderFailed as exc:
+        print(json.dumps({"failed": str(exc)}))
+"""
+
+
+def import_into(db, doc_path, how: str, tags=None, failure: str = "none") -> list[str]:
+    """import_file of doc_path into db, "here" (all in this process) or "child" (rows built by a
+    forked child); raises what import_file raised."""
+    from unittest import mock
+
+    from accelbench.errors import UsageError
+    from accelbench.store.row_builder import RowBuilderFailed
+
+    if how == "here":
+        with mock.patch.object(fast, "worth_a_child", lambda size: False), Store(db) as store:
+            return fast.import_file(store, doc_path, tags=tags)
+    out = subprocess.run([sys.executable, "-c", CHILD_IMPORT, str(db), str(doc_path), json.dumps(tags or {}), failure],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    if "usage_error" in answer:
+        raise UsageError(answer["usage_error"])
+    if "failed" in answer:
+        raise RowBuilderFailed(answer["failed"])
+    return answer["added"]
+
+
+BOTH_WAYS = pytest.mark.parametrize("how", ["here", pytest.param("child", marks=pytest.mark.skipif(
+    not hasattr(os, "fork"), reason="needs fork"))])
 
 
 def stored(db) -> dict[str, list[dict]]:
@@ -82,76 +130,67 @@ def stored(db) -> dict[str, list[dict]]:
         return {info.id: [m.to_dict() for m in store.results(info.id)] for info in store.runs()}
 
 
-def test_the_file_import_stores_what_the_document_import_stores(tmp_path, rows_built):
+@BOTH_WAYS
+def test_the_file_import_stores_what_the_document_import_stores(tmp_path, how):
     doc = document([VARIANTS, [result(n, samples=40) for n in range(1, 30)]])
     write_json(tmp_path / "doc.json", doc)  # indented, as `accelbench export` writes it
     raw = (tmp_path / "doc.json").read_bytes()
     texts = fast.stored_phases(raw, doc)
     assert texts is not None and len(texts) == len(VARIANTS) + 29  # the file's text is used
     assert " " not in texts[0] and json.loads(texts[0]) == doc["runs"][0]["results"][0]["phases_s"]
-    with Store(tmp_path / "a.sqlite") as store:
-        assert fast.import_file(store, tmp_path / "doc.json", tags={"node": "n1"}) == ["run-0", "run-1"]
-        assert fast.import_file(store, tmp_path / "doc.json") == []  # already there
+    db = tmp_path / "a.sqlite"
+    assert import_into(db, tmp_path / "doc.json", how, tags={"node": "n1"}) == ["run-0", "run-1"]
+    assert import_into(db, tmp_path / "doc.json", how) == []  # already there
+    with Store(db) as store:
         assert store.tags("run-1") == {"k": "v", "node": "n1"}
     with Store(tmp_path / "b.sqlite") as store:
         import_document(store, doc)
-    assert stored(tmp_path / "a.sqlite") == stored(tmp_path / "b.sqlite")
+    assert stored(db) == stored(tmp_path / "b.sqlite")
 
 
+@BOTH_WAYS
 @pytest.mark.parametrize("decoy, file_text_used", [
     ({"extra": {"phases_s": {"compute": [9.0]}}}, False),                  # the key, elsewhere
     ({"extra": {'a"phases_s': {"compute": [9.0]}}}, False),               # ends a key with an escaped quote
     ({"check": {"passed": True, "max_rel_error": 0.0, "tolerance": 1e-3,  # inside a string: escaped, unseen
                 "detail": 'x "phases_s": {"compute": [9.0]} y'}}, True),
 ])
-def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_path, decoy, file_text_used, rows_built):
+def test_phases_text_is_taken_from_the_file_only_where_it_is_unambiguous(tmp_path, decoy, file_text_used, how):
     doc = document([[result(64), result(128, **decoy), result(256)]])
     write_json(tmp_path / "doc.json", doc)
     texts = fast.stored_phases((tmp_path / "doc.json").read_bytes(), doc)
     assert (texts is not None) == file_text_used
+    import_into(tmp_path / "a.sqlite", tmp_path / "doc.json", how)
     with Store(tmp_path / "a.sqlite") as store:
-        fast.import_file(store, tmp_path / "doc.json")
         assert [m.to_dict() for m in store.results("run-0")] == [
             Measurement.from_dict(r).to_dict() for r in doc["runs"][0]["results"]]
 
 
-def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path, rows_built):
-    doc = document([[result(64), result(128)]])
-    doc["runs"][0]["results"][1]["phases_s"]["compute"][3] = -1.0
+@BOTH_WAYS
+def test_a_bad_field_is_named_with_the_file_and_nothing_is_stored(tmp_path, how):
+    doc = document([[result(64), result(128)], [result(256)]])
+    doc["runs"][1]["results"][0]["phases_s"]["compute"][3] = -1.0  # run 0 is stored before run 1 is checked
     write_json(tmp_path / "bad.json", doc)
+    with pytest.raises(Exception, match=r"bad\.json: runs\[1\]\.results\[0\]\.phases_s\.compute\[3\]"):
+        import_into(tmp_path / "a.sqlite", tmp_path / "bad.json", how)
     with Store(tmp_path / "a.sqlite") as store:
-        with pytest.raises(Exception, match=r"bad\.json: runs\[0\]\.results\[1\]\.phases_s\.compute\[3\]"):
-            fast.import_file(store, tmp_path / "bad.json")
         assert store.runs() == []
 
 
 @pytest.mark.parametrize("failure", ["raises", "vanishes"])
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_row_builder_that_fails_or_vanishes_stores_nothing(tmp_path, monkeypatch, failure):
+def test_a_row_builder_that_fails_or_vanishes_stores_nothing(tmp_path, failure):
     """The child fails after sending a run (its exception's text is shown), or dies without a word:
     the run already stored in the open transaction is rolled back with the rest."""
     from accelbench.store.row_builder import RowBuilderFailed
 
-    monkeypatch.setattr(fast, "worth_a_child", lambda size: True)
-
-    real = fast._validated_records
-
-    def fails_after_one_run(raw, path, tags, told):
-        records = real(raw, path, tags, told)
-        yield next(records)
-        if failure == "vanishes":
-            os._exit(3)
-        raise ValueError("a defect while building rows")
-
-    monkeypatch.setattr(fast, "_validated_records", fails_after_one_run)
     write_json(tmp_path / "doc.json", document([[result(64)], [result(128)]]))
+    words = "a defect while building rows" if failure == "raises" else r"ended early \(exit status 3\)"
+    with pytest.raises(RowBuilderFailed, match=words):
+        import_into(tmp_path / "a.sqlite", tmp_path / "doc.json", "child", failure=failure)
     with Store(tmp_path / "a.sqlite") as store:
-        words = "a defect while building rows" if failure == "raises" else r"ended early \(exit status 3\)"
-        with pytest.raises(RowBuilderFailed, match=words):
-            fast.import_file(store, tmp_path / "doc.json")
         assert store.runs() == []
-        monkeypatch.setattr(fast, "_validated_records", real)
-        assert fast.import_file(store, tmp_path / "doc.json") == ["run-0", "run-1"]  # the file itself is fine
+    assert import_into(tmp_path / "a.sqlite", tmp_path / "doc.json", "child") == ["run-0", "run-1"]  # the file is fine
 
 
 def test_a_child_builds_rows_only_where_it_pays(monkeypatch):
