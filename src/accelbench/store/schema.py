@@ -30,8 +30,9 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from accelbench.results import Measurement, Skip, Spec
@@ -225,6 +226,30 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def loads_samples(text: str) -> Any:
+    """A column of samples (phases_json, a speed-up's sample lists) read back: lists of numbers no
+    larger than seconds, which orjson reads exactly and three times as fast as the standard library
+    (a report reads 10,000 of them). Other columns keep json.loads: orjson turns an integer beyond
+    64 bits into a float, and refuses the NaN and Infinity that dumps may write; the library reads
+    such text here too, and stands in where orjson is not installed."""
+    fast = _fast_loads()
+    if fast is not None:
+        try:
+            return fast(text)
+        except ValueError:  # orjson.JSONDecodeError is one
+            pass
+    return json.loads(text)
+
+
+@cache
+def _fast_loads() -> Callable[[str], Any] | None:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson.loads
+
+
 def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
     spec = m.spec.to_dict()
     error = float(m.check.max_rel_error)
@@ -253,7 +278,7 @@ def measurement_from_row(row: sqlite3.Row) -> Measurement:
     return Measurement.from_dict({
         "spec": {"workload": row["workload"], "backend": row["backend"], "device": row["device"],
                  "params": json.loads(row["params_json"])},
-        "phases_s": json.loads(row["phases_json"]),
+        "phases_s": loads_samples(row["phases_json"]),
         "first_call_s": row["first_call_s"],
         "work": {"flops": row["flops"], "bytes_moved": row["bytes_moved"]},
         "check": {"passed": bool(row["check_passed"]),

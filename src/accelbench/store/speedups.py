@@ -6,14 +6,13 @@ side; the ratio and interval are derived where shown (runner/speedups.py).
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from accelbench.results import PairedSamples
-from accelbench.store.schema import dumps, spec_from_row
+from accelbench.store.schema import dumps, loads_samples, spec_from_row
 
 
 class SpeedupStore:
@@ -73,8 +72,8 @@ def _paired_from_row(row: sqlite3.Row) -> PairedSamples:
     return PairedSamples(
         kind=row["kind"], baseline=spec_from_row(_as_row(row, "a_")), baseline_phase=row["baseline_phase"],
         candidate=spec_from_row(_as_row(row, "b_")), candidate_phase=row["candidate_phase"],
-        baseline_s=tuple(float(x) for x in json.loads(row["baseline_s_json"])),
-        candidate_s=tuple(float(x) for x in json.loads(row["candidate_s_json"])),
+        baseline_s=tuple(float(x) for x in loads_samples(row["baseline_s_json"])),
+        candidate_s=tuple(float(x) for x in loads_samples(row["candidate_s_json"])),
         note=row["note"])
 
 
