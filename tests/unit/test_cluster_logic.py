@@ -297,7 +297,7 @@ def _add_many(results_dir, submission):
 def test_manifest_loses_no_job_when_submissions_write_at_once(tmp_path):
     import multiprocessing
 
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")  # fresh interpreters: a fork of this one (JAX loaded) may deadlock
     workers = [context.Process(target=_add_many, args=(tmp_path, name)) for name in ("1", "2", "3")]
     for worker in workers:
         worker.start()

@@ -84,7 +84,8 @@ def _ratios_of_medians_ci(pairs: Sequence[tuple[Sequence[float], Sequence[float]
         for row, (numerator, denominator) in enumerate(block):
             resampled(0, numerator, top[row])
             resampled(1, denominator, bottom[row])
-        ratios = np.divide(top, bottom, out=top)  # in place: the block's resampled medians are not needed again
+        with np.errstate(divide="ignore", invalid="ignore"):  # a zero denominator is set to inf just below
+            ratios = np.divide(top, bottom, out=top)  # in place: the block's resampled medians are not needed again
         if (bottom <= 0).any():
             ratios[bottom <= 0] = np.inf
         ratios.sort(axis=1)  # a full sort: numpy's vectorised sort beats partition at these sizes
