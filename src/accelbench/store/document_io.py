@@ -27,7 +27,7 @@ def skip_from_dict(data: dict[str, Any]) -> Skip:
 
 
 @cache
-def _orjson_loads() -> Callable[[bytes], Any] | None:
+def _orjson_loads() -> Callable[[bytes | str], Any] | None:
     """orjson parses a large export about twice as fast as the standard library, and is just as
     strict (NaN and Infinity refused, UTF-8 checked); the standard library stands in without it."""
     try:

@@ -30,12 +30,12 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from functools import cache
 from typing import Any
 
 from accelbench.results import Measurement, Skip, Spec
+from accelbench.store.document_io import _orjson_loads as _fast_loads  # the one lazy orjson
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 MACHINE_TEXT = ("hostname", "os", "python")  # machine snapshot keys kept as text columns
@@ -239,15 +239,6 @@ def loads_samples(text: str) -> Any:
         except ValueError:  # orjson.JSONDecodeError is one
             pass
     return json.loads(text)
-
-
-@cache
-def _fast_loads() -> Callable[[str], Any] | None:
-    try:
-        import orjson
-    except ImportError:
-        return None
-    return orjson.loads
 
 
 def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
