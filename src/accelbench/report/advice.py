@@ -14,7 +14,7 @@ from accelbench.report.advice_checks import check_failures, cpu_scaling, thread_
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding  # noqa: F401 - shared names
 from accelbench.report.precision import precision_tradeoffs
 from accelbench.report.crossover import Curve, classify, find_crossing
-from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, valid_rows
+from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, trusted_rows, valid_rows
 from accelbench.report.analysis import Row
 from accelbench.timing import bootstrap, stats
 from accelbench.vocabulary import is_cpu_baseline
@@ -175,8 +175,8 @@ def _best_by(rows: list[Row], key) -> dict:
 
 
 def bandwidth_ceiling(rows: list[Row], device) -> tuple[float, str] | None:
-    """The best stream rate measured on a device (B/s), else a stored measured figure."""
-    streams = [r for r in valid_rows(rows, "stream") if r.spec.device == getattr(device, "id", device) and r.rate]
+    """The best plainly valid stream rate measured on a device (B/s), else a stored measured figure."""
+    streams = [r for r in trusted_rows(rows, "stream") if r.spec.device == getattr(device, "id", device) and r.rate]
     if streams:
         rate, best = max(((r.rate, r) for r in streams if r.rate), key=lambda pair: pair[0])
         return rate, f"best stream ({best.spec.param('kernel')}, {series_label(best.spec)})"

@@ -144,6 +144,11 @@ def valid_rows(rows: Iterable[Row], workload: str | None = None) -> list[Row]:
     return [r for r in rows if r.measurement.valid and (workload is None or r.spec.workload == workload)]
 
 
+def trusted_rows(rows: Iterable[Row], workload: str | None = None) -> list[Row]:
+    """Rows whose verdict is plainly `valid`: the only ones a figure may call a measured ceiling."""
+    return [r for r in rows if r.measurement.trusted and (workload is None or r.spec.workload == workload)]
+
+
 def matmul_series(rows: Iterable[Row]) -> dict[str, dict[str, list[Row]]]:
     """{dtype: {series label: rows sorted by n}} for valid matmul results."""
     grouped: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))

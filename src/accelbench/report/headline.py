@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.report import ratio_text
 from accelbench.report.analysis import Row
 from accelbench.report.data import series_label, size_of, transfer_share
 from accelbench.runner.speedups import SpeedupCI
@@ -213,13 +214,13 @@ def _comparison(kind: str, row: Row) -> WorkComparison:
 
 
 def ratio_words(ratio: SpeedupCI) -> str:
-    """'3.10× faster [2.90–3.30]', '4.0× slower [3.8–4.2]' or 'as fast (0.98× [0.90–1.07])'."""
-    basis = f", {ratio.pairs} pairs" if ratio.paired else ", unpaired"
-    if ratio.low <= 1.0 <= ratio.high:
-        return f"no clear difference ({ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{basis})"
-    if ratio.ratio >= 1.0:
-        return f"{ratio.ratio:.2f}× faster [{ratio.low:.2f}–{ratio.high:.2f}{basis}]"
-    return f"{1 / ratio.ratio:.2f}× slower [{1 / ratio.high:.2f}–{1 / ratio.low:.2f}{basis}]"
+    """'3.10× faster [2.90–3.30, 8 pairs]', '4.00× slower [3.80–4.20, 8 pairs]' or 'no clear difference
+    (0.98× [0.90–1.07], 8 pairs)': report/ratio_text.py's convention, with the basis."""
+    basis = f"{ratio.pairs} pairs" if ratio.paired else "unpaired"
+    if ratio.contaminated:
+        return f"not decided ({ratio.ratio:.2f}×, {basis}: {ratio.contaminated})"
+    text = ratio_text.phrase(ratio)
+    return f"{text[:-1]}, {basis}{text[-1]}"
 
 
 def _comparison_text(c: WorkComparison) -> str:

@@ -106,15 +106,18 @@ def _ci_text(row: Row) -> str:
 
 def _ratio_text(ratio, role: str | None, wanted_role: str) -> str:
     """'3.10× faster' over '[2.90–3.30] · 8 pairs' (escaped HTML)."""
-    from accelbench.report.summary import ratio_number
+    from accelbench.report.ratio_text import number as ratio_number, oriented
 
     if role == wanted_role:
         return "baseline"
     if ratio is None:
         return "—"
     basis = f" · {ratio.basis()}" if hasattr(ratio, "basis") else ""
-    return (f"{ratio_number(ratio.ratio)}× {esc(ratio.verdict())}<br>"
-            f"<small>[{ratio_number(ratio.low)}–{ratio_number(ratio.high)}]{esc(basis)}</small>")
+    o = oriented(ratio)  # "3.17× slower", never "0.32× slower"
+    why = getattr(ratio, "contaminated", "")
+    return (f"{ratio_number(o.value)}× {esc(o.word)}<br>"
+            f"<small>[{ratio_number(o.low)}–{ratio_number(o.high)}]{esc(basis)}</small>"
+            + (f"<br><small>{esc(why)}</small>" if why else ""))
 
 
 def _pct(value: float | None) -> str:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices.model import Device
-from accelbench.report.data import RunData, matmul_series, series_label, valid_rows
+from accelbench.report.data import RunData, matmul_series, series_label, trusted_rows, valid_rows
 from accelbench.report.figure_base import (OUTSIDE_RIGHT, FigureResult, finish, from_zero, keep_bars_narrow, log_axis,
                                            measured, new_figure, size)
 from accelbench.report.analysis import Row
@@ -44,7 +44,8 @@ def device_ceilings(rows: list[Row], device_id: str, device: Device | None) -> d
     """Measured compute per dtype and bandwidth, and the datasheet/formula figures, for one device."""
     from accelbench.report.advice import bandwidth_ceiling
 
-    mine = [r for r in valid_rows(rows) if r.spec.device == device_id]
+    # a ceiling is drawn as measured only from a plainly valid result: a noisy rate may be a burst
+    mine = [r for r in trusted_rows(rows) if r.spec.device == device_id]
     compute: dict[str, float] = {}
     for row in (r for r in mine if r.spec.workload == "matmul"):
         dtype, rate = str(row.spec.param("dtype")), _flop_rate(row)

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from accelbench.results import Skip
 from accelbench.terminal import hanging
+from accelbench.report import ratio_text
 from accelbench.report.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
@@ -63,13 +64,7 @@ def spec_label(spec) -> str:
     """"matmul numpy@cpu (2 threads) dtype=float32 n=2000": the way the run tables name a spec."""
     return " ".join(p for p in (spec.workload, where(spec), params_text(spec)) if p)
 
-def ratio_number(value: float) -> str:
-    """Two or three significant figures: 0.95, 3.10, 31.0, 310."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return "∞" if value > 0 else "—"
-    if abs(value) < 1:
-        return f"{value:#.2g}"  # 0.95, 0.20, 0.0041: a tiny ratio is not 0.00
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+ratio_number = ratio_text.number
 
 
 def _unpaired(ratio) -> bool:
@@ -81,16 +76,18 @@ def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False, basis: bool
     '[3.00–3.40]', the pair count left to the legend and '†' marking an unpaired ratio."""
     if ratio is None:
         return "—"
-    verdict = ratio.verdict()
-    word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same"}.get(verdict, "")
-    interval = f"[{ratio_number(ratio.low)}–{ratio_number(ratio.high)}]"
+    o = ratio_text.oriented(ratio)  # "3.17× slower", never "0.32× slower"
+    word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same",
+            "contaminated": " [yellow]contaminated[/]"}.get(o.word, "")
+    interval = f"[{ratio_number(o.low)}–{ratio_number(o.high)}]"
+    value = ratio_number(o.value)
     if stacked:
-        return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)}{word}\n{escape(interval)}"
+        return f"{value}×{'†' * _unpaired(ratio)}{word}\n{escape(interval)}"
     if not basis:  # the pair count is in the legend
-        return f"{ratio_number(ratio.ratio)}×{'†' * _unpaired(ratio)} {escape(interval)}{word}"
+        return f"{value}×{'†' * _unpaired(ratio)} {escape(interval)}{word}"
     described = getattr(ratio, "basis", None)
     shown = f" [dim]({described()})[/]" if described else ""
-    return f"{ratio_number(ratio.ratio)}× {escape(interval)}{word}{shown}"
+    return f"{value}× {escape(interval)}{word}{shown}"
 
 
 def _percent(value: float | None) -> str:
@@ -265,8 +262,10 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
     console.print(f"[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
                   f"paired rounds ({pairs_note(rows)}) with its 95% interval; \"unpaired\"{' (†)' * bool(layouts - {'full'})}: the ratio "
                   "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
-                  "where the interval excludes 1. CPU = numpy on all usable cores. Invalid results show no rate and "
-                  "count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
+                  "where the interval excludes 1; \"slower\" shows the inverse (this time / CPU time, so 3.17× "
+                  "slower, never 0.32×); \"contaminated\": the paired rounds disagree with the two measurements "
+                  "(`--json` says how), no verdict. CPU = numpy on all usable cores. Invalid results show no rate "
+                  "and count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
                                       if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)
                                       else "")
                   + "[/]")

@@ -7,6 +7,10 @@ rounds: each round runs one block of every side, forward in even rounds and back
 (A B | B A | A B ...), so a load that comes and goes, or drifts, hits both sides of a pair alike.
 A block is the harness's block (timing/harness.py `_Run.block_s`): synchronise, read the clock,
 the calls, synchronise, read the clock; the same number of calls the measurement settled on.
+Before a block whose thread pool differs from the previous block's, this process's other threads
+are let go idle (timing/quiesce.py): a pool still spinning from the other side of a pair would
+otherwise slow every block that follows it. A pool that will not go idle is cross-talk, recorded
+in the speed-up's note; runner/speedups.py then shows the speed-up without a verdict.
 
 Each round gives every speed-up one paired ratio; the run stores the raw per-round times
 (store/speedups.py), one speed-up per transaction. The outputs of the paired blocks are checked
@@ -27,8 +31,8 @@ from accelbench.errors import Unsupported
 from accelbench.results import Measurement, PairedSamples
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture
-from accelbench.runner.speedups import MIN_PAIRS, Wanted, wanted_speedups
-from accelbench.timing import stats
+from accelbench.runner.speedups import CROSS_TALK, MIN_PAIRS, Wanted, wanted_speedups
+from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.timing.rigor import Rigor, get_rigor
@@ -52,6 +56,7 @@ class TimedSide:
     synchronize: Callable[[], object]
     calls: int
     threads: Callable[[], ContextManager] = nullcontext
+    pool: object = None   # sides with the same pool (backend, threads) follow each other without settling
 
     def block_s(self, clock: Clock) -> float:
         with self.threads():
@@ -64,14 +69,40 @@ class TimedSide:
             return clock.now() - start_s
 
 
-def run_rounds(sides: Sequence[TimedSide], rounds: int, clock: Clock | None = None) -> list[list[float]]:
-    """Seconds per call of each side in each round; sides forward in even rounds, backward in odd."""
+@dataclass
+class CrossTalk:
+    """Blocks that started while other threads of ours were still busy, per side."""
+
+    unsettled: list[list[quiesce.Settled]]
+
+    def note(self, position: int) -> str:
+        """'' when every block of the side started with our other threads idle."""
+        found = self.unsettled[position]
+        if not found:
+            return ""
+        worst = max(found, key=lambda s: s.busy_threads)
+        return f"{len(found)} of its blocks started while {worst.text()}"
+
+
+def run_rounds(sides: Sequence[TimedSide], rounds: int, clock: Clock | None = None,
+               settle: Callable[[], quiesce.Settled] | None = quiesce.settle,
+               cross_talk: CrossTalk | None = None) -> list[list[float]]:
+    """Seconds per call of each side in each round; sides forward in even rounds, backward in odd.
+
+    Before a side whose pool differs from the previous block's, `settle` waits for our other
+    threads to go idle; blocks that started beside busy threads are listed in `cross_talk`."""
     clock = clock or PerfCounterClock()
     per_call_s: list[list[float]] = [[] for _ in sides]
+    previous_pool: object = None
     for index in range(rounds):
         order = range(len(sides)) if index % 2 == 0 else range(len(sides) - 1, -1, -1)
         for position in order:
             side = sides[position]
+            if settle is not None and (previous_pool is None or side.pool is None or side.pool != previous_pool):
+                settled = settle()
+                if not settled.settled and cross_talk is not None:
+                    cross_talk.unsettled[position].append(settled)
+            previous_pool = side.pool
             per_call_s[position].append(side.block_s(clock) / side.calls)
     return per_call_s
 
@@ -134,7 +165,7 @@ def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: i
                                 f"(rigor {rigor.name})")
     try:
         with deadline.spec_scope():
-            times = _timed_rounds(list(sides.items()), backends, rounds, seed, clock)
+            times, notes = _timed_rounds(list(sides.items()), backends, rounds, seed, clock)
     except TimedOut as exc:
         return _unpaired(items, f"not paired: {exc}")
     except Unsupported as exc:
@@ -145,9 +176,12 @@ def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: i
         return _unpaired(items, f"not paired: {type(exc).__name__}: {exc}")
     found = []
     for w in items:
-        a, b = times[(id(w.baseline), w.baseline_phase)], times[(id(w.candidate), w.candidate_phase)]
+        keys = (id(w.baseline), w.baseline_phase), (id(w.candidate), w.candidate_phase)
+        note = "; ".join(f"{m.spec.label()}: {notes[key]}" for key, m in zip(keys, (w.baseline, w.candidate))
+                         if notes[key])
         found.append(PairedSamples(w.kind, w.baseline.spec, w.baseline_phase, w.candidate.spec,
-                                   w.candidate_phase, tuple(a), tuple(b)))
+                                   w.candidate_phase, tuple(times[keys[0]]), tuple(times[keys[1]]),
+                                   note=f"{CROSS_TALK} {note}" if note else ""))
     return found
 
 
@@ -185,21 +219,24 @@ def group_params(m: Measurement) -> tuple:
 
 
 def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: dict, rounds: int, seed: int,
-                  clock: Clock | None) -> dict[tuple[int, str], list[float]]:
+                  clock: Clock | None) -> tuple[dict[tuple[int, str], list[float]], dict[tuple[int, str], str]]:
+    """Each side's seconds per call per round, and each side's cross-talk note ('' for none)."""
     _check_memory([m for _, m in sides])
     prepared = _Prepared(backends, seed)
+    cross_talk = CrossTalk([[] for _ in sides])
     try:
         timed = [_timed_side(m, phase, *prepared.get(m)) for (_, phase), m in sides]
         for instance, _, _ in prepared.by_spec.values():
             if instance.poison:
                 instance.poison()
         run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
-        per_call_s = run_rounds(timed, rounds, clock)
+        per_call_s = run_rounds(timed, rounds, clock, cross_talk=cross_talk)
         for instance, capture, _ in prepared.by_spec.values():
             _check(instance, capture)
     finally:
         prepared.release()
-    return {key: times for (key, _), times in zip(sides, per_call_s)}
+    keys = [key for key, _ in sides]
+    return dict(zip(keys, per_call_s)), {key: cross_talk.note(i) for i, key in enumerate(keys)}
 
 
 def _timed_side(m: Measurement, phase: str, prepared, capture: Capture, backend) -> TimedSide:
@@ -212,7 +249,8 @@ def _timed_side(m: Measurement, phase: str, prepared, capture: Capture, backend)
         backend.synchronize(device)
         backend.wait_for(capture.last)
 
-    return TimedSide(call, synchronize, block_calls(m, phase), lambda: backend.threads(m.threads))
+    return TimedSide(call, synchronize, block_calls(m, phase), lambda: backend.threads(m.threads),
+                     pool=(m.spec.backend, m.spec.device, m.threads))
 
 
 def _check(prepared, capture: Capture) -> None:

@@ -10,12 +10,14 @@ imported run, blocks too long for the budget) the ratio of the two medians is sh
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from accelbench.results import Measurement, PairedSamples
+from accelbench.runner import paired_check
 from accelbench.timing import bootstrap, stats
 from accelbench.vocabulary import is_cpu_baseline
 
@@ -26,9 +28,11 @@ VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, sam
                                     # (matmul: every dtype; other workloads: float64)
 KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
+CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
 UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
 MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
+CONTAMINATED = "contaminated"
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,15 @@ class SpeedupCI(stats.RatioCI):
 
     pairs: int = 0
     note: str = ""   # for an unpaired ratio: why it is not paired
+    contaminated: str = ""   # for a paired one that failed its check (runner/paired_check.py): why
 
     @property
     def paired(self) -> bool:
         return self.pairs > 0
+
+    def verdict(self, same_within: float = stats.SAME_WITHIN) -> str:
+        """"contaminated" for a paired figure that failed its check: it decides nothing."""
+        return CONTAMINATED if self.contaminated else super().verdict(same_within)
 
     @property
     def method(self) -> str:
@@ -51,8 +60,11 @@ class SpeedupCI(stats.RatioCI):
         return f"{self.pairs} pairs" if self.paired else "unpaired"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "verdict": self.verdict(),
-                "paired": self.paired, "pairs": self.pairs, "method": self.method}
+        found = {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "verdict": self.verdict(),
+                 "paired": self.paired, "pairs": self.pairs, "method": self.method}
+        if self.contaminated:
+            found["contaminated"] = self.contaminated
+        return found
 
 
 def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
@@ -64,6 +76,19 @@ def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
     ratios = sorted(b / c if c > 0 else math.inf for b, c in zip(baseline_s, candidate_s))
     low, high = stats.median_ci_presorted(ratios, confidence)
     return SpeedupCI(stats.quantile_presorted(ratios, 0.5), low, high, confidence, pairs=len(ratios))
+
+
+def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) -> SpeedupCI:
+    """The paired speed-up, marked contaminated where pairing saw cross-talk or where it disagrees
+    with `medians`, the ratio of the two measurements' own medians (runner/paired_check.py)."""
+    ratio = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
+    # a noisy side's median was moved by load that pairing cancels: no reference for the rounds
+    reference = medians if w.baseline.trusted and w.candidate.trusted else None
+    reason = paired.note if paired.note.startswith(CROSS_TALK) else paired_check.contamination(
+        ratio, reference,
+        (w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
+        (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]))
+    return dataclasses.replace(ratio, contaminated=reason) if reason else ratio
 
 
 def unpaired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float], note: str = "") -> SpeedupCI:
@@ -147,18 +172,23 @@ class Speedups:
         """Each wanted speed-up's ratio; the unpaired ones bootstrapped together (timing.bootstrap.ratios_of_medians_ci)."""
         found: list[SpeedupCI | None] = [None] * len(wanted)
         unpaired: list[tuple[int, Wanted, str]] = []
+        checked: list[tuple[int, Wanted, PairedSamples]] = []
         for index, w in enumerate(wanted):
             if w is None or w.candidate_phase not in w.candidate.phases_s:
                 continue
             paired = self._paired.get(w.key)
             if paired is not None and paired.baseline_s:
-                found[index] = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
+                checked.append((index, w, paired))
             else:
                 unpaired.append((index, w, f"unpaired: {paired.note}" if paired is not None and paired.note else ""))
+        # every ratio of medians, the unpaired ones shown and the paired ones' independent check
         samples = [(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
-                   for _, w, _ in unpaired]
-        for (index, _, note), r in zip(unpaired, bootstrap.ratios_of_medians_ci(samples)):
+                   for _, w, _ in unpaired + checked]
+        medians = bootstrap.ratios_of_medians_ci(samples)
+        for (index, _, note), r in zip(unpaired, medians):
             found[index] = _unpaired(r, note)
+        for (index, w, paired), r in zip(checked, medians[len(unpaired):]):
+            found[index] = checked_paired_ci(w, paired, r)
         return found
 
     def by_candidate(self, measurements: Iterable[Measurement]) -> dict[int, dict[str, SpeedupCI]]:

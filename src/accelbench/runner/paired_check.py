@@ -1,0 +1,83 @@
+"""A paired speed-up checked against an independent derivation: the ratio of its sides' own medians.
+
+The paired rounds (runner/pairing.py) and the two measurements they pair are separate timings of
+the same work. Their ratios must agree within their combined uncertainty; where they do not,
+something touched the rounds that did not touch the measurements (a thread pool of the other side
+still spinning, a cache or clock state left behind), and the paired figure is contaminated: shown
+with the reason, never a faster/slower verdict. Pure arithmetic on stored numbers, so a stored run
+is judged the same way whenever it is read.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from accelbench.timing import stats
+
+# Beyond the two intervals, the rounds and the measurements may differ by this much without
+# contamination: a paired block starts with its pools woken from sleep, a measurement's do not.
+SYSTEMATIC_SLACK = 0.03
+# Rounds run forward (A B) and backward (B A) in turn: cross-talk slows whichever side follows the
+# other, so the ratios of the two directions part. Load that comes and goes hits both alike.
+ORDER_EFFECT = 0.05       # the two directions' medians differ by more than this...
+ORDER_ALPHA = 0.05        # ...and Mann-Whitney says it is no accident
+
+
+def _half_width(low: float, high: float) -> float:
+    """Half the width of an interval on a log scale (0 for a degenerate or unbounded one)."""
+    if not (0 < low <= high) or math.isinf(high):
+        return math.inf if math.isinf(high) or low <= 0 else 0.0
+    return (math.log(high) - math.log(low)) / 2
+
+
+def disagreement(paired: stats.RatioCI, medians: stats.RatioCI) -> float:
+    """How far apart the two figures are, in units of their combined log-scale uncertainty
+    (with the systematic slack added): above 1 they disagree."""
+    if paired.ratio <= 0 or medians.ratio <= 0 or not all(map(math.isfinite, (paired.ratio, medians.ratio))):
+        return math.inf
+    distance = abs(math.log(paired.ratio) - math.log(medians.ratio))
+    allowed = math.hypot(_half_width(paired.low, paired.high), _half_width(medians.low, medians.high))
+    return distance / (allowed + math.log1p(SYSTEMATIC_SLACK))
+
+
+def order_effect(baseline_s: Sequence[float], candidate_s: Sequence[float]) -> str:
+    """'' or why the paired ratios depend on which side ran first (rounds alternate direction)."""
+    ratios = [b / c if c > 0 else math.inf for b, c in zip(baseline_s, candidate_s)]
+    forward, backward = ratios[0::2], ratios[1::2]
+    if len(forward) < 4 or len(backward) < 4:
+        return ""
+    f, b = stats.median(forward), stats.median(backward)
+    if not (f > 0 and b > 0) or abs(math.log(f / b)) <= math.log1p(ORDER_EFFECT):
+        return ""
+    if stats.mann_whitney(forward, backward).p_value >= ORDER_ALPHA:
+        return ""
+    return (f"the paired ratio depends on which side ran first ({f:.3g}× with the baseline first, {b:.3g}× "
+            f"with it second): one side's block slows the next (a thread pool, a cache or a clock it leaves behind)")
+
+
+def side_shift(rounds_s: Sequence[float], own_s: Sequence[float]) -> float:
+    """A side's median time in the paired rounds over its median in its own measurement."""
+    own = stats.median(own_s)
+    return stats.median(rounds_s) / own if own > 0 else math.inf
+
+
+def contamination(paired: stats.RatioCI, medians: stats.RatioCI | None, baseline: tuple[str, Sequence[float],
+                  Sequence[float]], candidate: tuple[str, Sequence[float], Sequence[float]]) -> str:
+    """Why the paired figure cannot be trusted, or '' when it holds.
+
+    `baseline` and `candidate` are (label, per-round seconds, own measurement's seconds); `medians`
+    is None where a side's own measurement was disturbed (noisy), so its median is no reference."""
+    order = order_effect(baseline[1], candidate[1])
+    if order:
+        return order
+    if medians is None or disagreement(paired, medians) <= 1:
+        return ""
+    shifts = ", ".join(f"{label} ran {_times(side_shift(rounds, own))} its own measurement's time"
+                       for label, rounds, own in (baseline, candidate))
+    return (f"the paired rounds disagree with the sides' own measurements: paired {paired.ratio:.3g}× "
+            f"[{paired.low:.3g}–{paired.high:.3g}] against {medians.ratio:.3g}× [{medians.low:.3g}–"
+            f"{medians.high:.3g}] from their medians (in the rounds {shifts})")
+
+
+def _times(shift: float) -> str:
+    return f"{shift:.2f}×" if math.isfinite(shift) else "∞×"
