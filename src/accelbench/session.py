@@ -155,19 +155,25 @@ def run_plan(plan: Plan, backends: dict, *, rigor, db: str | None = None, seed: 
     """`timeout`: seconds each spec may take before it is ended and stored as failed (None: no limit)."""
     from accelbench.store.ceilings import measured_inventory
     from accelbench.store.db import Store
+    from accelbench.timing import machine_reference
 
     inventory = inventory or measured_inventory(db_path=db)
     machine = machine_record(backends, inventory)
+    reference = machine_reference.RunReadings(len(plan.items))  # compare: the machine's own change
+    machine[machine_reference.KEY] = reference.start()
     with Store(db) as store:
         run_id = store.start_run(machine,
                                  {**(selection or {}), "seed": seed, "rigor": getattr(rigor, "name", rigor)}, tags)
         with deadline.stop_on_signals(), deadline.spec_timeout(timeout), _telemetry(plan, telemetry) as sampler:
             outcome = execute(plan, backends, store, run_id, rigor, seed=seed, on_start=on_start,
-                              on_done=on_done, debug=debug, sampler=sampler,
+                              on_done=reference.after_each(on_done), debug=debug, sampler=sampler,
                               trust=TrustContext(devices={d.id: d for d in inventory.devices}))
             if not outcome.interrupted:
                 outcome.interrupted = _paired_rounds(outcome, backends, store, run_id, rigor, seed)
         paired = store.speedups(run_id)  # what was stored, also when a stop came during pairing
+        if not outcome.interrupted:
+            machine[machine_reference.KEY] = reference.end()
+            store.update_machine(run_id, machine)  # the middle and end readings join the stored snapshot
         store.finish_run(run_id, "interrupted" if outcome.interrupted else "complete")
         path, started_at = str(store.path), store.run_info(run_id).started_at
     return RunResults(run_id, path, outcome.measurements, outcome.skips,

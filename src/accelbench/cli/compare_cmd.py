@@ -3,8 +3,11 @@ among the seeds' published figures and datasheet peaks.
 
 A and B are run ids, unique id prefixes, latest, latest~N, or files written by `accelbench export`
 (FILE.json, or FILE.json#RUN when it holds several runs), read and validated without importing.
-Exit status: 0, or 1 when --fail-if-slower finds a significant slowdown above its threshold that is
-also outside the spec's run-to-run noise band (compare/noise.py), 2 for bad input.
+Exit status (report/compare/gate.py): 0, or with --fail-if-slower: 0 decided, no slowdown beyond the
+threshold; 1 a significant slowdown above the threshold, also outside the spec's run-to-run noise band
+(compare/noise.py); 3 could not be decided (a slowdown beyond the threshold is not ruled out for some
+spec: within noise, a noisy result, a machine that moved as much as the specs). 2: bad input; 1 also
+when the runs share no spec.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import sys
 from accelbench.errors import UsageError
 
 DEFAULT_PAIR = ("latest~1", "latest")
+UNDECIDED_SHOWN = 5  # undecided specs listed on stderr
 
 
 def add_arguments(parser) -> None:
@@ -27,13 +31,20 @@ def add_arguments(parser) -> None:
                         help="instead: place RUN among the seeds' published figures and datasheet peaks")
     parser.add_argument("--fail-if-slower", type=validate.percent(above=0, up_to=1e6, closed_below=True),
                         metavar="PCT",
-                        help="exit 1 when a spec is significantly slower in B by more than PCT percent "
-                             "(point estimate of the ratio of medians) and beyond its run-to-run noise band, for CI")
+                        help="for CI: exit 1 when a spec is significantly slower in B by more than PCT percent "
+                             "(point estimate of the ratio of medians) and beyond its run-to-run noise band; exit 3 "
+                             "when that could not be decided (a slowdown beyond PCT not ruled out for some spec, "
+                             "e.g. the machine itself moved as much); exit 0 only when decided and no such slowdown")
     parser.add_argument("--same-within", type=validate.percent(above=0, up_to=100), default=10.0, metavar="PCT",
                         help="call a spec 'same' only when the 95%% interval of its speed-up lies within "
                              "±PCT%% of 1, and faster/slower only beyond it (default 10, as asv)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.add_argument("--db", metavar="PATH", type=validate.DB, help="results database (default: $ACCELBENCH_DB or the user data dir)")
+    parser.epilog = ("exit status: 0 compared (with --fail-if-slower: decided, no slowdown beyond PCT); "
+                     "1 a significant slowdown beyond PCT and beyond run-to-run noise, or no spec shared; "
+                     "2 bad input; 3 --fail-if-slower could not be decided (a slowdown beyond PCT is not ruled "
+                     "out for some spec: within its noise band, a noisy result, or the machine itself moved as "
+                     "much, as its machine reference shows)")
 
 
 def _check_options(args) -> None:
@@ -88,6 +99,7 @@ def _reference(args) -> int:
 
 def run(args) -> int:
     from accelbench.report.compare.compare import compare_runs
+    from accelbench.report.compare.gate import gate
     from accelbench.report.compare.render import render_comparison
 
     _check_options(args)
@@ -95,28 +107,34 @@ def run(args) -> int:
         return _reference(args)
     ref_a, ref_b = args.runs or DEFAULT_PAIR
     comparison = compare_runs(load_ref(ref_a, args.db), load_ref(ref_b, args.db), same_within=args.same_within / 100)
-    failing = [] if args.fail_if_slower is None else comparison.slower_than(args.fail_if_slower / 100)
+    decision = None if args.fail_if_slower is None else gate(comparison, args.fail_if_slower)
     if args.json:
         document = comparison.to_dict()
-        if args.fail_if_slower is not None:
-            document["fail_if_slower"] = {"percent": args.fail_if_slower, "failed": bool(failing),
-                                          "specs": [r.label for r in failing],
-                                          "why": {r.label: r.why_slower() for r in failing}}
+        if decision is not None:
+            document["fail_if_slower"] = decision.to_dict()
         print_json(document)
     else:
         render_comparison(comparison, _console())
     if not comparison.rows:
         print(_nothing_shared(comparison), file=sys.stderr)
         return 1
-    if failing:
-        from accelbench.terminal import printable
+    return 0 if decision is None else _report_gate(decision)
 
-        print(f"accelbench compare: {len(failing)} spec(s) significantly slower by more than "
-              f"{args.fail_if_slower:g}%, beyond run-to-run noise:", file=sys.stderr)
-        for r in failing:
-            print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
-        return 1
-    return 0
+
+def _report_gate(decision) -> int:
+    """The gate's line on stderr (with each failing or undecided spec); its exit code."""
+    from accelbench.terminal import printable
+
+    print(printable(f"accelbench compare: {decision.text()}"), file=sys.stderr)
+    for r in decision.failing:
+        print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
+    for r in decision.undecided[:UNDECIDED_SHOWN]:
+        print(printable(f"  undecided {r.label}: {r.verdict_text()}" + (f"; {r.note}" if r.note else "")),
+              file=sys.stderr)
+    if len(decision.undecided) > UNDECIDED_SHOWN:
+        print(f"  and {len(decision.undecided) - UNDECIDED_SHOWN} more undecided (--json lists them all)",
+              file=sys.stderr)
+    return decision.exit_code
 
 
 def _nothing_shared(comparison) -> str:

@@ -27,7 +27,8 @@ from accelbench.store.journal import rollback_journal
 from accelbench.store.opening import NoDatabaseError, open_database  # noqa: F401 - commands catch it
 from accelbench.store.paths import resolve_db_path
 from accelbench.store.schema import (RUN_STATUSES, dumps, machine_from_row, machine_row,
-                                     measurement_from_row, result_row, skip_row, spec_from_row)
+                                     measurement_from_row, result_row, skip_row, spec_from_row,
+                                     update_machine_extra)
 from accelbench.store.speedups import SpeedupStore
 
 BUSY_TIMEOUT_S = 30.0  # another process writing the same file: wait for its lock, not fail
@@ -240,6 +241,12 @@ class Store(SpeedupStore, CeilingRows):
             raise
 
     @_reported
+    def update_machine(self, run_id: str, machine: Mapping[str, Any]) -> None:
+        """Rewrite a run's extra machine keys: readings taken after the run started (its machine
+        reference at the middle and the end) join the snapshot start_run stored."""
+        with self._write() as conn:
+            update_machine_extra(conn, run_id, machine)
+
     def finish_run(self, run_id: str, status: str) -> None:
         """Close a run as complete, interrupted or failed, stamping its finish time."""
         if status not in RUN_STATUSES or status == "running":

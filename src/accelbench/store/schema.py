@@ -296,6 +296,13 @@ def machine_row(run_id: str, machine: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+def update_machine_extra(conn: sqlite3.Connection, run_id: str, machine: Mapping[str, Any]) -> None:
+    """Rewrite a run's extra machine keys, inside the caller's transaction: readings taken after the
+    run started (its machine reference at the middle and the end) join the snapshot start_run stored."""
+    conn.execute("UPDATE machines SET extra_json = ? WHERE run_id = ?",
+                 (machine_row(run_id, machine)["extra_json"], run_id))
+
+
 def skip_row(run_id: str, s: Skip) -> dict[str, Any]:
     return {"run_id": run_id, "spec_key": s.spec.key, "workload": s.spec.workload,
             "backend": s.spec.backend, "device": s.spec.device,

@@ -7,7 +7,8 @@ For every spec measured (and verified) in both runs the speed-up is baseline tim
   the point estimate lies outside 1 ± `same_within`, the interval excludes 1, *and* a two-sided
   Mann-Whitney test on the raw samples rejects "no difference" at `alpha` in the same direction;
   *and* the interval lies wholly outside the spec's run-to-run noise band (compare/noise.py: from
-  the spec's stored history on this host, else from the two runs themselves, floor ±5%): the
+  the spec's stored history on this host, else from the two runs themselves, floor ±5%; widened by
+  the machine reference where both runs carry one, compare/machine.py): the
   within-run interval says nothing about how much a spec moves between identical runs. A change
   that fails only this is "inconclusive", noted "within run-to-run noise (±x%, source)";
 * "same": the whole interval lies within 1 ± `same_within`, or the point estimate does and the
@@ -26,6 +27,7 @@ from statistics import NormalDist
 
 from accelbench.report.compare import metadata
 from accelbench.report.compare import noise as run_noise
+from accelbench.report.compare.machine import MachineShift, ci_text, machine_shift, ratio_text
 from accelbench.report.data import RunData
 from accelbench.results import Measurement, Spec
 from accelbench.report.summary import spec_label
@@ -63,13 +65,8 @@ class SpecComparison:
         return self.verdict in VERDICTS
 
     def factor_text(self) -> str:
-        """"1.31× slower" / "1.20× faster" / "1.00×", from the point estimate."""
-        if self.speedup is None:
-            return "—"
-        ratio = self.speedup.ratio
-        if ratio < 1:
-            return f"{1 / ratio:.2f}× slower"
-        return f"{ratio:.2f}× faster" if ratio > 1 else "1.00×"
+        """"1.31× slower" / "1.20× faster" / "1.00×", from the point estimate (never "0.76× slower")."""
+        return "—" if self.speedup is None else ratio_text(self.speedup.ratio)
 
     def slowdown_fraction(self) -> float:
         """How much longer B takes than A (0.31 for 1.31× slower); 0 when not slower."""
@@ -85,7 +82,12 @@ class SpecComparison:
                                                     "confidence": ci.confidence},
                 "p_value": self.p_value, "result_verdict_a": self.result_verdicts[0],
                 "result_verdict_b": self.result_verdicts[1],
-                "noise": None if self.noise is None else self.noise.to_dict(), "within_noise": self.within_noise}
+                "noise": None if self.noise is None else self.noise.to_dict(), "within_noise": self.within_noise,
+                "verdict_text": self.verdict_text()}
+
+    def verdict_text(self) -> str:
+        """The verdict with its factor in the one convention: "slower: 3.17× slower [3.05–3.30×]"."""
+        return self.verdict if self.speedup is None else f"{self.verdict}: {ci_text(self.speedup)}"
 
     def why_slower(self) -> str:
         """Why a "slower" verdict stands: its interval, the noise band it cleared, the rank test."""
@@ -243,6 +245,8 @@ class Comparison:
     same_within: float = SAME_WITHIN
     alpha: float = ALPHA
     geomean_all: stats.RatioCI | None = None   # every counted ratio, noise or not (for reference)
+    machine: MachineShift | None = None        # both runs' machine references (None: not both have one)
+    common_shift: float | None = None          # the median speed-up of all usable specs (time A / time B)
 
     def by_verdict(self, verdict: str) -> list[SpecComparison]:
         return [r for r in self.rows if r.verdict == verdict]
@@ -277,16 +281,30 @@ class Comparison:
         parts.append(f"{len(self.by_verdict('inconclusive'))} inconclusive"
                      + (f" ({within} within run-to-run noise)" if within else ""))
         excluded = len(self.by_verdict("excluded"))
+        line_machine = self.machine_text()
         line = ", ".join(parts) + (f"; {excluded} excluded (check failed or invalid)" if excluded else "")
         every = self.geomean_all
-        every_text = "" if every is None else f"all ratios {every.ratio:.3f}× [{every.low:.3f}–{every.high:.3f}]"
+        every_text = "" if every is None else f"all ratios {ci_text(every)}"
         if self.geomean is not None and any(r.survives_noise() for r in self.rows):
-            g = self.geomean
-            line += (f"; geometric mean speed-up {g.ratio:.3f}× [{g.low:.3f}–{g.high:.3f}] counting only changes "
+            line += (f"; geometric mean {ci_text(self.geomean)} counting only changes "
                      f"beyond run-to-run noise ({every_text})")
         elif every is not None:
-            line += f"; no change beyond run-to-run noise: geometric mean speed-up 1.000× ({every_text})"
-        return line + ("" if self.same_machine else f" — {self.scope}")
+            line += f"; no change beyond run-to-run noise: geometric mean 1.00× ({every_text})"
+        return line + f"; {line_machine}" + ("" if self.same_machine else f" — {self.scope}")
+
+    def machine_text(self) -> str:
+        """What the machine reference says about the pair's common shift (or that there is none)."""
+        m, common = self.machine, self.common_shift
+        if m is None:
+            return ("the gate has no machine reference (a run or export without one in A or B): a shift of the "
+                    "whole machine cannot be told from the code's, so a shift shared by all specs counts as noise")
+        if not m.moved:
+            return f"machine reference steady ({m.text()}): a shift shared by all specs is the code's"
+        if common is not None and m.agrees_with(math.log(common)):
+            return (f"this machine ran {ratio_text(common)} during B (machine reference {ratio_text(m.speedup)}): "
+                    "the shift cannot be told from the code's")
+        shown = "" if common is None else f"; the specs' common shift {ratio_text(common)} is not the machine's"
+        return f"the machine itself moved ({m.text()}): every band is widened by it{shown}"
 
     def to_dict(self) -> dict:
         g = self.geomean
@@ -297,6 +315,10 @@ class Comparison:
             "counts": self.counts(), "summary": self.summary_line(),
             "geometric_mean_speedup": _ci_dict(g), "geometric_mean_speedup_all_ratios": _ci_dict(self.geomean_all),
             "noise": run_noise.summary([r.noise for r in self.rows if r.noise is not None]),
+            "machine_reference": None if self.machine is None else self.machine.to_dict(),
+            "machine_text": self.machine_text(),
+            "common_shift": self.common_shift,
+            "common_shift_text": None if self.common_shift is None else ratio_text(self.common_shift),
             "rows": [r.to_dict() for r in self.rows],
             "only_in_a": [s.to_dict() for s in self.only_a], "only_in_b": [s.to_dict() for s in self.only_b],
             "metadata_differences": [d.to_dict() for d in self.differences],
@@ -309,7 +331,7 @@ class Comparison:
 
 
 def _ci_dict(ci: stats.RatioCI | None) -> dict | None:
-    return None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high}
+    return None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high, "text": ci_text(ci)}
 
 
 def compare_runs(a: RunData, b: RunData, *, same_within: float = SAME_WITHIN, alpha: float = ALPHA,
@@ -326,14 +348,22 @@ def compare_runs(a: RunData, b: RunData, *, same_within: float = SAME_WITHIN, al
     differences, same_machine = tuple(metadata.differences(a, b, devices)), metadata.same_machine(a, b)
     if history is None:
         history = _stored_history(a, b, [ma.spec.key for ma, _, _ in pairs]) if same_machine else {}
+    machine = machine_shift(a, b)
     bands = run_noise.bands([(ma, mb) for ma, mb, _ in pairs], history,
-                            shift_is_noise=same_machine and not differences)
+                            shift_is_noise=same_machine and not differences, machine=machine)
     rows = [compare_measurements(ma, mb, same_within=same_within, alpha=alpha, note=note,
                                  noise=bands.get(ma.spec.key)) for ma, mb, note in pairs]
     return Comparison(a=a, b=b, rows=tuple(rows), only_a=tuple(only_a), only_b=tuple(only_b),
                       differences=differences, same_machine=same_machine, geomean=geometric_mean(rows),
                       same_within=same_within, alpha=alpha,
-                      geomean_all=geometric_mean(rows, beyond_noise_only=False))
+                      geomean_all=geometric_mean(rows, beyond_noise_only=False), machine=machine,
+                      common_shift=_common_shift(rows))
+
+
+def _common_shift(rows: list[SpecComparison]) -> float | None:
+    """The median speed-up of the counted specs: what the pair as a whole moved by."""
+    ratios = [r.speedup.ratio for r in rows if r.counted and r.speedup is not None and r.speedup.ratio > 0]
+    return math.exp(stats.median([math.log(x) for x in ratios])) if ratios else None
 
 
 def _stored_history(a: RunData, b: RunData, spec_keys: list[str]) -> dict[str, list[float]]:

@@ -47,9 +47,9 @@ def _verdict(verdict: str) -> str:
 
 
 def _ratio(ci) -> str:
-    if ci is None:
-        return "—"
-    return escape(f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]")
+    from accelbench.report.compare.machine import ci_text
+
+    return "—" if ci is None else escape(ci_text(ci))
 
 
 def comparison_html(comparison: "Comparison") -> str:
@@ -61,12 +61,13 @@ def comparison_html(comparison: "Comparison") -> str:
     parts = [f"<p><b>Run {escape(c.b.run_id)}</b> against baseline <b>{escape(c.a.run_id)}</b> — "
              f"{escape(c.scope)}</p>",
              f"<p>{escape(c.summary_line())}</p>",
-             _table(("spec", "median A", "median B", "speed-up A/B [95% CI]", "p (Mann–Whitney)", "run-to-run noise",
+             _table(("spec", "median A", "median B", "B vs A [95% CI]", "p (Mann–Whitney)", "run-to-run noise",
                      "verdict"), rows, right=(1, 2, 3, 4), notes=[escape(r.note) for r in c.rows]),
-             f'<p style="color:#57606a">speed-up = time in A / time in B (&gt; 1: B faster); "same" only when '
+             f'<p style="color:#57606a">B vs A: how much slower or faster B is (time in A / time in B); "same" only when '
              f"the interval lies within ±{c.same_within:.0%} of 1; faster/slower need the interval to exclude 1, "
              f"the rank test p &lt; {c.alpha:g} and the interval outside the run-to-run noise band.</p>",
-             f'<p style="color:#57606a">Run-to-run noise: {escape(c.noise_text())}</p>']
+             f'<p style="color:#57606a">Run-to-run noise: {escape(c.noise_text())}</p>',
+             f'<p style="color:#57606a">Machine: {escape(c.machine_text())}</p>']
     if c.differences:
         parts.append("<p><b>Recorded differences between the runs</b></p>" + _table(
             ("field", "A", "B"), ((escape(d.field), escape(d.a), escape(d.b)) for d in c.differences)))

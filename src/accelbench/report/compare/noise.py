@@ -20,6 +20,11 @@ interval of the ratio to lie wholly outside ±band around 1, where the band come
   counts. Floor PAIR_FLOOR;
 * floor: too few specs and too little history to estimate: ±PAIR_FLOOR.
 
+With a machine reference on both runs (compare/machine.py), the common-shift rule and the short-call
+floor below are replaced by measurement: the band is the spec's own (history, else its group's scatter,
+shift not counted) widened by what the reference, in the part the spec's work resembles, cannot rule
+out (its shift between the runs plus its own spread). A shift the machine did not make is then found.
+
 Without a long history, a band is never narrower than short_call_floor(the spec's time per call): a call
 of microseconds moves between processes by its memory placement, clocks and neighbours' bursts, a
 shift constant within a run (so its interval is tight) that a few specs of a pair show and the
@@ -39,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from accelbench.report.compare.machine import MachineShift
 from accelbench.results import Measurement
 from accelbench.timing import stats
 from accelbench.units import format_seconds
@@ -177,6 +183,17 @@ def _with_common_shift(band: NoiseBand, centre: float, specs: int, group: str) -
         "in these 2 runs, counted as noise"))
 
 
+def _with_machine(band: NoiseBand, machine: MachineShift, m: Measurement) -> NoiseBand:
+    """The spec's own band widened by what the machine reference (the part its work resembles) cannot
+    rule out: its shift between the runs and its tolerance. Replaces the common-shift rule and the
+    short-call floor."""
+    part = machine.for_spec(m)
+    name = {id(machine.compute): "compute", id(machine.memory): "memory"}.get(id(part), "whole")
+    fraction = math.expm1(math.log1p(band.fraction) + part.allowance_log)
+    return dataclasses.replace(band, fraction=fraction, estimate=None, detail=(
+        f"{band.detail}; plus what the machine reference ({name} part) allows: {part.text()}"))
+
+
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
     """The groups a spec's pair estimate may come from, narrowest first."""
     s = m.spec
@@ -185,20 +202,34 @@ def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
 
 
 def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str, list[float]], *,
-          shift_is_noise: bool) -> dict[str, NoiseBand]:
-    """A's spec key -> its noise band, for every pair whose results are both usable (not invalid)."""
+          shift_is_noise: bool, machine: MachineShift | None = None) -> dict[str, NoiseBand]:
+    """A's spec key -> its noise band, for every pair whose results are both usable (not invalid).
+
+    With a `machine` reference on both runs, the band is the spec's own measured spread (history,
+    else the scatter of its group) widened by what the reference cannot rule out, never by the
+    specs' common shift nor by the short-call floor."""
     usable = [(a, b) for a, b in pairs if a.valid and b.valid and a.samples_s and b.samples_s
               and stats.median(a.samples_s) > 0 and stats.median(b.samples_s) > 0]
     log_ratio = {a.spec.key: math.log(stats.median(a.samples_s) / stats.median(b.samples_s)) for a, b in usable}
     members: dict[tuple[str, ...], list[float]] = {}
+    # with a machine reference the scatter is learnt from undisturbed results only: a noisy result
+    # carries no verdict, and its swing (a neighbour's burst) is not what an undisturbed spec shows
+    clean = {a.spec.key for a, b in usable if machine is None or (a.status == "valid" and b.status == "valid")}
     for a, _ in usable:
+        if a.spec.key not in clean:
+            continue
         for key, _label in _groups(a):
             members.setdefault(key, []).append(log_ratio[a.spec.key])
     found: dict[str, NoiseBand] = {}
     for a, b in usable:
-        group = next(((key, label) for key, label in _groups(a) if len(members[key]) >= MIN_GROUP_SPECS), None)
+        group = next(((key, label) for key, label in _groups(a) if len(members.get(key, ())) >= MIN_GROUP_SPECS),
+                     None)
         call_s = min(stats.median(a.samples_s), stats.median(b.samples_s))
         band = history_band(history.get(a.spec.key, []))
+        if machine is not None:
+            own = band or (pair_band(members[group[0]], group[1], shift_is_noise=False) if group else FLOOR_ONLY)
+            found[a.spec.key] = _with_machine(own, machine, a)
+            continue
         if band is None:
             band = pair_band(members[group[0]], group[1], shift_is_noise=shift_is_noise) if group else FLOOR_ONLY
             band = _with_short_call_floor(band, call_s)

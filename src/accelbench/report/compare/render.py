@@ -8,7 +8,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from accelbench.report.compare.ceilings import BANDWIDTH, run_best_rates
-from accelbench.report.compare.compare import Comparison, spec_label
+from accelbench.report.compare.compare import Comparison, ci_text, spec_label
 from accelbench.report.compare.reference import UserFigure, datasheet_shares, place_run
 from accelbench.report.data import RunData
 from accelbench.devices import datasheets
@@ -33,14 +33,13 @@ def _table(title: str, columns: list[tuple[str, JustifyMethod]]) -> Table:
 
 
 def _ci_text(r) -> str:
-    ci = r.speedup
-    return "—" if ci is None else f"{ci.ratio:.3f}× [{ci.low:.3f}–{ci.high:.3f}]"
+    return "—" if r.speedup is None else ci_text(r.speedup)
 
 
 def _wide_table(c: Comparison, with_notes: bool) -> Table:
     note: list[tuple[str, JustifyMethod]] = [("note", "left")] if with_notes else []
     table = _table("", [("spec", "left"), ("median A", "right"), ("median B", "right"),
-                        ("speed-up A/B [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
+                        ("B vs A [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
                         *note])
     for r in c.rows:
         table.add_row(escape(r.label), format_seconds(r.median_a_s), format_seconds(r.median_b_s), _ci_text(r),
@@ -51,13 +50,13 @@ def _wide_table(c: Comparison, with_notes: bool) -> Table:
 
 def _narrow_table(c: Comparison) -> Table:
     """Two lines a spec (where it ran over what; A over B; ratio over interval); notes go below."""
-    table = _table("", [("where\nspec", "left"), ("median A\nmedian B", "right"), ("speed-up A/B\n[95% CI]", "right"),
+    table = _table("", [("where\nspec", "left"), ("median A\nmedian B", "right"), ("B vs A\n[95% CI]", "right"),
                         ("p\nnoise band", "right"), ("verdict", "left")])
     table.columns[0].min_width = max((len(where(r.spec)) for r in c.rows), default=5)
     table.columns[-1].min_width = max((len(r.verdict) for r in c.rows), default=7)  # "inconclusive" whole
     for r in c.rows:
-        ci = r.speedup
-        ratio = "—" if ci is None else f"{ci.ratio:.3f}×\n{escape(f'[{ci.low:.3f}–{ci.high:.3f}]')}"
+        point, _, bracket = _ci_text(r).partition(" [")
+        ratio = point if not bracket else f"{point}\n{escape('[' + bracket)}"
         noise = "—" if r.noise is None else r.noise.short()
         what = " ".join(p for p in (r.spec.workload, params_text(r.spec)) if p)
         table.add_row(f"{escape(where(r.spec))}\n[dim]{escape(what)}[/]",
@@ -79,11 +78,13 @@ def render_comparison(c: Comparison, console: Console) -> None:
         for r in c.rows:
             if r.note:
                 console.print(hanging("•", f"{escape(r.label)}: {escape(r.note)}"))
-    console.print(f"[dim]speed-up = time in A / time in B (> 1: B faster), bootstrap 95% interval of the ratio of "
+    console.print(f"[dim]B vs A: how much slower or faster B is (time in A / time in B), bootstrap 95% interval of the ratio of "
                   f"medians; same: interval within ±{c.same_within:.0%} of 1; faster/slower: beyond ±{c.same_within:.0%}, "
                   f"Mann–Whitney p < {c.alpha:g} and the interval outside the spec's run-to-run noise band "
                   f"(what identical runs on this machine show); only results whose check passed count.[/]")
     console.print(f"Run-to-run noise: {escape(c.noise_text())}")
+    console.print(("Machine reference: " if c.machine is not None else "[yellow]No machine reference:[/] ")
+                  + escape(c.machine_text()))
     _render_differences(c, console)
     for title, specs in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         if specs:
