@@ -42,7 +42,7 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
     inventory = measured_inventory(db_path=db)
     plan = build_plan([custom.name], dtypes=listify(dtypes), devices=listify(devices), backends=loaded,
                       known_devices={d.id for d in inventory.devices})
-    return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True},
+    return run_plan(plan, loaded, rigor=rigor, db=db, selection={"workloads": [custom.name], "custom": True, "via": "python"},
                     inventory=inventory, timeout=timeout)
 
 

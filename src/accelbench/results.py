@@ -201,3 +201,33 @@ class PairedSamples:
     @property
     def key(self) -> tuple[str, str, str, str]:
         return (self.baseline.key, self.baseline_phase, self.candidate.key, self.candidate_phase)
+
+
+# a CPU measurement that claims N threads used fewer when its threads' CPU time / wall time over the
+# timed window stays under this share of N (one busy core of two reads ~0.5; two, ~1.0)
+CLAIMED_THREADS_SHARE = 0.6
+
+
+def cores_used(m: Measurement) -> float | None:
+    """CPU time of the process's threads / wall time over the compute phase's timed window (None:
+    not recorded, or not measurable there)."""
+    compute = (m.telemetry or {}).get("interference", {}).get("compute") or {}
+    value = compute.get("own_cores") if isinstance(compute, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def uses_claimed_threads(m: Measurement) -> bool:
+    """False only where a CPU measurement claims N > 1 threads and was seen to use well under N
+    cores (so it is no "all cores" baseline); True where the claim holds or cannot be checked."""
+    if m.spec.device != "cpu" or not m.threads or m.threads < 2:
+        return True
+    used = cores_demanded(m) or cores_used(m)  # runnable, not running: load elsewhere does not lower it
+    return used is None or used >= CLAIMED_THREADS_SHARE * m.threads
+
+
+def cores_demanded(m: Measurement) -> float | None:
+    """Runnable time of the process's threads / wall time over the compute window: the threads it
+    really ran, whether or not other processes let them on a CPU (None: not recorded)."""
+    compute = (m.telemetry or {}).get("interference", {}).get("compute") or {}
+    value = compute.get("own_demand_cores") if isinstance(compute, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None

@@ -54,7 +54,7 @@ class RunResults:
         """The answer first (accelbench.report.headline): each device against the CPU, and how sure."""
         from accelbench.report.headline import headline_for_run
 
-        return headline_for_run(self.rows, self.devices, self.machine)
+        return headline_for_run(self.rows, self.devices, self.machine, rigor=self.rigor)
 
     @property
     def rows(self) -> list[Row]:
@@ -215,7 +215,8 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
                       backends=loaded, quick=(rigor == "quick") if quick is None else quick,
                       host_memory_bytes=host_memory, known_devices={d.id for d in inventory.devices})
     selection = {"workloads": listify(workloads), "sizes": sizes, "dtypes": listify(dtypes),
-                 "devices": listify(devices), "backends": listify(backends)}
+                 "devices": listify(devices), "backends": listify(backends),
+                 "via": "python"}  # `latest` on the command line means the command line's runs
     return run_plan(plan, loaded, rigor=rigor, db=db, seed=seed, selection=selection, tags=tags,
                     inventory=inventory, timeout=timeout)
 

@@ -142,12 +142,14 @@ def _write_table(table: Mapping[str, Any], prefix: list[str], lines: list[str]) 
 def save_settings(data: Mapping[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
     """Write the settings atomically (a crash leaves the old file or the new one, never half)."""
     path = Path(path) if path is not None else settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from accelbench.safe_write import write_text
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the folder for the settings file {path}: {exc.strerror or exc}") from None
     text = "# accelbench settings: written by `accelbench setup`; edit freely (TOML)\n" + dumps(data)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    return write_text(path, text)
 
 
 def save_default_devices(devices: Iterable[str] | None, path: str | os.PathLike[str] | None = None) -> Path:

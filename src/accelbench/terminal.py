@@ -51,8 +51,9 @@ def _console_class():
     return LiteralConsole
 
 
-# a log file or a pipe gets wide lines rather than tables folded into rich's default 80 columns
-PIPED_WIDTH = 180
+# a log file or a pipe gets what an 80-column terminal would show: lines a reader, a diff or an
+# email can take, the narrow table layouts rather than 180-column rows
+PIPED_WIDTH = 80
 
 
 def output_width(stream=None) -> int | None:
@@ -75,12 +76,6 @@ def console(**options):
     return _console_class()(**{"highlight": False, **options})
 
 
-def unwrapped_lines() -> bool:
-    """True when output goes to a file or pipe and no $COLUMNS was set: a notice may stay on one line
-    there, for grep, rather than wrap at the table width."""
-    return output_width() == PIPED_WIDTH and not os.environ.get("COLUMNS", "").isdigit()
-
-
 def hanging(mark: str, text: str, indent: int = 2):
     """`text` (markup) after `mark`, indented, its wrapped lines aligned under its first word."""
     from rich.padding import Padding
@@ -92,3 +87,35 @@ def hanging(mark: str, text: str, indent: int = 2):
     grid.add_column(overflow="fold")  # folds only a word longer than the whole line
     grid.add_row(*([mark] if mark else []), text)
     return Padding(grid, (0, 0, 0, indent), expand=False)
+
+
+def plain_width(stream=None) -> int:
+    """The width for plain (non-rich) output: `output_width`, or a terminal's own size."""
+    import shutil
+
+    return output_width(stream) or shutil.get_terminal_size().columns
+
+
+def wrapped(text: str, width: int, first: str = "", rest: str | None = None) -> list[str]:
+    """`text` in lines of at most `width` columns after `first` (then `rest`, default as wide
+    as `first`, in spaces), broken at spaces; only a word longer than a line is folded."""
+    import textwrap
+
+    rest = " " * len(first) if rest is None else rest
+    return textwrap.wrap(text, width=max(width, len(first) + 20), initial_indent=first, subsequent_indent=rest,
+                         break_on_hyphens=False, break_long_words=True) or [first.rstrip()]
+
+
+def packed(parts: list[str], width: int, first: str = "", rest: str = "    ", sep: str = " · ") -> list[str]:
+    """`parts` joined by `sep` after `first`, in lines of at most `width`: a part moves whole to the
+    next line (a reading stays whole); a line still too wide is wrapped at spaces."""
+    lines, line = [], first
+    for index, part in enumerate(parts):
+        joined = line + (sep if index else "") + part
+        if index and len(joined) > width:
+            lines.append(line)
+            line = rest + part
+        else:
+            line = joined
+    lines.append(line)
+    return [piece for line in lines for piece in ([line] if len(line) <= width else wrapped(line, width, "", rest))]

@@ -136,3 +136,76 @@ def test_threads_one_really_limits_blas_and_restores(backend):
     with pytest.raises(UsageError):
         with backend.threads(0):
             pass
+
+
+# -- the CPU thread pool: element-wise ops on every thread asked for ---------------------------------
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_memory_ops_on_the_pool_match_the_reference(backend, threads, dtype):
+    n = 5 * BLOCK_ELEMENTS + 12345  # several pieces and a ragged tail
+    a, b, a64, b64 = _inputs(backend, dtype, n, seed=40 + threads)
+    out = backend.empty((n,), dtype, "cpu")
+    with backend.threads(threads):
+        assert backend.cpu_threads() == threads
+        assert backend.implementation() == f"numpy, {threads} thread{'s' if threads > 1 else ''}, blocked"
+        out[...] = np.nan
+        assert backend.copy(a, out) is out and np.array_equal(out, a)
+        _close(backend.scale(a, SCALAR, out), SCALAR * a64, np.abs(SCALAR * a64), dtype)
+        _close(backend.add(a, b, out), a64 + b64, np.abs(a64) + np.abs(b64), dtype)
+        _close(backend.triad(a, b, SCALAR, out), a64 + SCALAR * b64, np.abs(a64) + np.abs(SCALAR * b64), dtype)
+        _close(backend.elementwise(a, out), a64 * a64 + a64, a64 * a64 + np.abs(a64), dtype)
+        total = backend.total(a)
+    assert type(total) is np.dtype(dtype).type
+    assert abs(float(total) - a64.sum()) <= ELEMENT_TOL[dtype] * np.sqrt(n) * np.abs(a64).sum()
+
+
+def test_threads_none_means_every_usable_core_and_is_restored(backend):
+    import os
+
+    usable = len(os.sched_getaffinity(0))
+    with backend.threads(1):
+        with backend.threads(None):
+            assert backend.cpu_threads() == usable
+        assert backend.cpu_threads() == 1
+    assert backend.cpu_threads() == usable  # never set: every usable core, like BLAS
+
+
+def test_the_pool_keeps_order_passes_errors_and_nests():
+    from accelbench.backends.cpu_pool import CpuPool
+
+    pool = CpuPool()
+    assert pool.run(lambda x: x * x, range(50), 3) == [x * x for x in range(50)]
+    assert pool.started == 2  # the caller is the third thread
+
+    def fails(x):
+        if x == 7:
+            raise ValueError("item 7")
+        return x
+
+    with pytest.raises(ValueError, match="item 7"):
+        pool.run(fails, range(20), 3)
+    # work that itself maps runs its inner map in its own thread: no deadlock on a full pool
+    assert pool.run(lambda x: sum(pool.run(lambda y: y, range(x), 3)), range(6), 3) == [0, 0, 1, 3, 6, 10]
+
+
+def test_idle_pool_threads_do_not_spin(backend):
+    """After work the pool's threads block on a queue: no CPU time while idle (schedstat, ns)."""
+    import threading
+    import time
+    from pathlib import Path
+
+    a = backend.random((4 * BLOCK_ELEMENTS,), "float64", "cpu", 5)
+    out = np.empty_like(a)
+    with backend.threads(2):
+        backend.triad(a, a, SCALAR, out)
+    ids = [t.native_id for t in threading.enumerate() if t.name.startswith("accelbench-cpu-")]
+    assert ids
+    if not Path(f"/proc/self/task/{ids[0]}/schedstat").exists():
+        pytest.skip("no /proc schedstat here")
+
+    def on_cpu_ns():
+        return sum(int(Path(f"/proc/self/task/{i}/schedstat").read_text().split()[0]) for i in ids)
+
+    before = on_cpu_ns()
+    time.sleep(0.3)
+    assert on_cpu_ns() - before < 5_000_000  # under 5 ms of 300: asleep, not spinning

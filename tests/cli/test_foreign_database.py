@@ -277,5 +277,7 @@ def test_report_on_a_full_filesystem_is_one_line(v1_upgraded, tmp_path):
     done = _with_file_size_limit(["report", "-o", str(tmp_path / "out"), "--db", str(v1_upgraded)],
                                  limit_kib=40)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith(f"accelbench report: error: -o {tmp_path / 'out'}")
-    assert "File too large" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"accelbench report: error: cannot write {tmp_path / 'out' / 'report.html'}: "), last
+    assert "File too large" in last and "nothing was written under that name" in last
+    assert not (tmp_path / "out" / "report.html").exists()

@@ -32,6 +32,7 @@ BAD_VALUES = [
     (["run"], "WORKLOAD", ["", "nosuch", "matmul,", ",stream", "matmul,nosuch", "matmul,,stream"]),
     (["runs"], "--limit", ["-1", "0", "1000001", "ten", "", "1e3", "99999999999999999999", HUGE]),
     (["runs"], "--db", ["", NUL]),
+    (["check"], "--db", ["", NUL]),
     (["ceilings"], "--db", ["", NUL]),
     (["ceilings"], "--device", ["", " ", NUL]),
     (["export"], "--output", ["", "{folder}", "{link}", "{device}", NUL]),

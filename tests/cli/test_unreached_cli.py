@@ -63,11 +63,21 @@ def two_k40m_at_cc30_with_a_cuda_torch(monkeypatch):
     registry.clear_cache()
 
 
+def _first_notice(out: str) -> tuple[str, str]:
+    """The first notice under the heading: its first line, and its wrapped lines joined again (piped
+    output wraps at 80 columns like the rest; its first line names the device, for grep)."""
+    lines = out.splitlines()
+    block = lines[1:lines.index("", 1)] if "" in lines[1:] else lines[1:2]
+    return lines[1], " ".join(line.strip() for line in block)
+
+
 def test_run_names_the_gpus_before_its_tables(two_k40m, tmp_path, capsys):
     assert main(RUN + ["--db", str(tmp_path / "r.sqlite")]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == ["Devices found that this run cannot measure:", f"  ! {CPU_ONLY}"]
-    assert any("numpy@cpu" in line for line in lines[2:])
+    out = capsys.readouterr().out
+    first, notice = _first_notice(out)
+    assert out.splitlines()[0] == "Devices found that this run cannot measure:"
+    assert first.startswith("  ! 2 × Tesla K40m (cuda:0, cuda:1) found, not measured") and notice == f"! {CPU_ONLY}"
+    assert any("numpy@cpu" in line for line in out.splitlines()[2:])
 
 
 def test_run_json_lists_them(two_k40m, tmp_path, capsys):
@@ -91,7 +101,7 @@ def test_report_shows_them_near_the_top(two_k40m, tmp_path, capsys):
 def test_a_cuda_build_without_kernels_for_the_gpus(two_k40m_at_cc30_with_a_cuda_torch, tmp_path, capsys):
     db = str(tmp_path / "r.sqlite")
     assert main(RUN + ["--db", db]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == f"  ! {TOO_OLD}"
+    assert _first_notice(capsys.readouterr().out)[1] == f"! {TOO_OLD}"
     assert main(RUN + ["--db", db, "--json"]) == 0
     assert [g["text"] for g in json.loads(capsys.readouterr().out)["unreached_devices"]] == [TOO_OLD]
     assert main(["report", "--db", db, "-o", str(tmp_path / "report")]) == 0

@@ -19,9 +19,9 @@ import accelbench
 
 ROOT = Path(accelbench.__file__).resolve().parent
 FOUNDATION = ("errors", "units", "results", "verdict", "vocabulary", "plugins", "settings", "userdirs",
-              "_version", "bulk", "forked", "terminal", "schemas", "data")
+              "_version", "bulk", "forked", "terminal", "schemas", "data", "safe_write")
 LAYERS = [FOUNDATION, ("devices",), ("backends",), ("timing", "telemetry"), ("workloads",), ("runner",),
-          ("store",), ("report",), ("cluster",), ("session", "api"), ("cli", "__main__")]
+          ("store",), ("report", "health"), ("cluster",), ("session", "api"), ("cli", "__main__")]
 LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
 

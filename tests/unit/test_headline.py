@@ -78,7 +78,7 @@ def test_noisy_and_invalid_results_lower_the_confidence_and_are_grouped_as_cavea
     assert entry.confidence.startswith("confidence low (1 valid, 3 noisy, 1 invalid)")
     (caveat,) = answer.caveats
     assert caveat.startswith(f"4 of {len(rows)} results are not plainly valid (3 noisy, 1 invalid)")
-    assert "other processes used (3)" in caveat and "faster than this device can compute (1)" in caveat
+    assert "other processes ran alongside (3)" in caveat and "a rate beyond the device's peak (1)" in caveat
 
 
 def test_unreached_devices_follow_the_devices_and_pocl_is_named_as_the_same_cpu():
@@ -94,7 +94,10 @@ def test_unreached_devices_follow_the_devices_and_pocl_is_named_as_the_same_cpu(
     assert "5.00× slower" in " ".join(pocl.sentences())
     lines = answer.lines()
     assert lines[0].startswith("pyopencl@opencl:0:0 (Portable Computing Language running on this same CPU")
-    assert lines[1].startswith("2 × Tesla K40m (cuda:0, cuda:1) found, not measured") and "CPU-only build" in lines[1]
+    # then what the CPU side is and what it reached, then what could not be measured
+    assert lines[1].startswith("The CPU side (all cores): matmul float32 on numpy, 2 threads: 26.8 GFLOP/s, 100% of "
+                               "the best this CPU was measured at")
+    assert lines[2].startswith("2 × Tesla K40m (cuda:0, cuda:1) found, not measured") and "CPU-only build" in lines[2]
     assert answer.to_dict()["devices"][0]["comparisons"][0]["vs_cpu_all_cores"]["ratio"] == pytest.approx(0.2, rel=0.02)
 
 
@@ -107,3 +110,39 @@ def test_a_run_of_the_cpu_baseline_alone_has_nothing_to_compare_and_says_so():
 def test_the_description_of_a_gpu_is_its_name_and_of_the_cpu_says_cpu():
     assert device_description(DEVICES["cuda:0"].to_dict()) == "Test GPU"
     assert device_description(CPU.to_dict()) == "the CPU, Test CPU"
+
+
+def _mlp(backend: str, device: str, step_s: float, threads: int | None = None):
+    from accelbench.results import Check, Measurement, Spec, Work
+    from accelbench.timing import stats  # noqa: F401 - the samples below are what a run stores
+
+    params = {"batch": 128, "dtype": "float32", **({"threads": threads} if threads else {})}
+    return Measurement(spec=Spec.make("mlp", backend, device, **params),
+                       phases_s={"compute": tuple(step_s * (1 + 0.002 * i) for i in range(12))},
+                       first_call_s=step_s, work=Work(1e8, 1e6), check=Check(True, 1e-6, 1e-2), threads=threads)
+
+
+def test_deep_learning_is_read_against_the_same_framework_on_the_cpu():
+    """numpy runs no deep learning: the CPU side of mlp is torch on the CPU, on all cores and on one."""
+    measurements = [_mlp("torch", "cpu", 0.010, threads=2), _mlp("torch", "cpu", 0.018, threads=1),
+                    _mlp("torch", "cuda:0", 0.001)]
+    answer = headline(analyse(measurements, {}), {"cuda:0": "Test GPU"})
+    by_series = {d.series: d for d in answer.devices}
+    (gpu,) = by_series["torch@cuda:0"].comparisons
+    assert gpu.kind == "deep learning" and gpu.what == "mlp float32"
+    assert gpu.vs_all_cores.ratio == pytest.approx(10, rel=0.02) and gpu.vs_one_core.ratio == pytest.approx(18, rel=0.02)
+    # on the CPU the framework is compared with itself on one core
+    (cpu,) = by_series["torch@cpu (2 threads)"].comparisons
+    assert cpu.vs_all_cores is None and cpu.vs_one_core.ratio == pytest.approx(1.8, rel=0.02)
+    assert "1.80× faster" in " ".join(by_series["torch@cpu (2 threads)"].sentences())
+    assert "no speed-up against the CPU could be measured" not in " ".join(answer.lines())
+
+
+def test_the_plan_measures_a_framework_baseline_on_one_core_and_on_all():
+    from accelbench.runner.plan import _thread_counts
+    from accelbench.workloads.registry import get_workload
+
+    assert _thread_counts("torch", "cpu", 4, get_workload("mlp")) == [1, 4]
+    assert _thread_counts("torch", "cpu", 4, get_workload("matmul")) == [4]   # numpy is matmul's baseline
+    assert _thread_counts("numpy", "cpu", 4, get_workload("matmul")) == [1, 4]
+    assert _thread_counts("torch", "cuda:0", 4, get_workload("mlp")) == [None]

@@ -215,11 +215,12 @@ def test_settling_is_skipped_between_blocks_of_the_same_pool():
     sides = [pairing.TimedSide(lambda: calls.append("a"), lambda: None, calls=1, pool="p"),
              pairing.TimedSide(lambda: calls.append("b"), lambda: None, calls=1, pool="p")]
     pairing.run_rounds(sides, 2, settle=settle)
-    assert calls == ["settle", "a", "b", "b", "a"]
+    # each block: one untimed call that wakes its pool, then its timed call
+    assert calls == ["settle", "a", "a", "b", "b", "b", "b", "a", "a"]
     sides[1].pool = "q"
     calls.clear()
     pairing.run_rounds(sides, 2, settle=settle)
-    assert calls == ["settle", "a", "settle", "b", "b", "settle", "a"]
+    assert calls == ["settle", "a", "a", "settle", "b", "b", "b", "b", "settle", "a", "a"]
 
 
 def test_settle_costs_little_when_nothing_spins():

@@ -146,6 +146,31 @@ def test_every_projection_names_its_assumption_and_stays_above_the_target_bound(
         assert report.to_dict()["projections"][0]["assumption"]
 
 
+def test_a_problem_under_one_kernel_launch_projects_to_the_launch_floor_as_a_lower_bound(capsys):
+    """256×256 float32 matmul: the roofline says about 0.8 µs on an H100, under any kernel launch."""
+    from accelbench.cli.project_cmd import _render
+    from accelbench.report.compare.project import LAUNCH_FLOOR_S
+
+    n = 256
+    small = Spec.make("matmul", "numpy", "cpu", n=n, dtype="float32", threads=2)
+    flops, bytes_moved = 2.0 * n**3, 3.0 * n * n * 4
+    stream = measured(TRIAD, TRIAD_BYTES / STREAM_BYTES_PER_S, flops=2.0 * TRIAD_N, bytes_moved=TRIAD_BYTES)
+    run = synthetic_run(measured(small, flops / CPU_FP32_FLOPS / 0.5, flops, bytes_moved),  # 50% of the peak
+                        measured(MATMUL, 0.2, 2.0 * N**3, 3.0 * N * N * 4), stream)
+    report = project_run(run, "h100")
+    p = next(p for p in report.projections if p.spec == small)
+    assert p.roofline_s == pytest.approx(flops / H100["fp32"] / 0.5) and p.roofline_s < LAUNCH_FLOOR_S
+    assert p.projected_s == LAUNCH_FLOOR_S and p.lower_bound and p.target_bound == "launch"
+    assert "too small to project" in p.assumption and "a lower bound" in p.assumption
+    assert report.to_dict()["projections"][0]["lower_bound"] is True
+    large = next(p for p in report.projections if p.spec == MATMUL)
+    assert not large.lower_bound and large.projected_s > LAUNCH_FLOOR_S  # 2000² is above the floor
+    assert all(p.projected_s >= LAUNCH_FLOOR_S for p in report.projections)
+    _render(report)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "≥ 5.00 µs" in text and "too small for the roofline to say more than a lower bound" in text
+
+
 def _stored(tmp_path, *ms):
     db = tmp_path / "r.sqlite"
     run = synthetic_run(*ms)

@@ -108,6 +108,16 @@ class NumpyRandom(DeviceRandom):
     def integers(self, high, shape):
         return self.generator.integers(0, high, size=shape, dtype=np.int64)
 
+    def spawn(self, count: int) -> list["NumpyRandom"]:
+        """`count` independent streams, new at every call (numpy's SeedSequence spawning): chunks that
+        each draw from their own can be drawn on several threads, and the draws do not depend on how many."""
+        children = []
+        for generator in self.generator.spawn(count):
+            child = object.__new__(type(self))
+            child.ops, child.seed, child.generator = self.ops, self.seed, generator
+            children.append(child)
+        return children
+
 
 class ArrayNamespace:
     """One backend's namespace on one device, spelt as numpy spells it."""
@@ -216,6 +226,12 @@ class ArrayNamespace:
 
 
 class NumpyArrays(ArrayNamespace):
-    """numpy itself: the namespace spelling above, and numpy's PCG64 generator."""
+    """numpy itself: the namespace spelling above, and numpy's PCG64 generator; chunks of work run
+    on the backend's CPU threads (numpy releases the GIL inside its calls)."""
 
     generator = NumpyRandom
+
+    def parallel_map(self, function: Any, items: Any) -> list[Any]:
+        """[function(item) for item in items] on the threads `backend.threads()` set (in item order)."""
+        run = getattr(self.backend, "map_on_threads", None)
+        return run(function, items) if run is not None else [function(item) for item in items]

@@ -17,6 +17,7 @@ import sys
 from accelbench.errors import UsageError
 
 DEFAULT_PAIR = ("latest~1", "latest")
+PAIR_SEARCH = 50  # runs looked back through for one that shares a spec with the latest
 UNDECIDED_SHOWN = 5  # undecided specs listed on stderr
 
 
@@ -105,7 +106,7 @@ def run(args) -> int:
     _check_options(args)
     if args.reference:
         return _reference(args)
-    ref_a, ref_b = args.runs or DEFAULT_PAIR
+    ref_a, ref_b = args.runs or _default_pair(args.db)
     comparison = compare_runs(load_ref(ref_a, args.db), load_ref(ref_b, args.db), same_within=args.same_within / 100)
     decision = None if args.fail_if_slower is None else gate(comparison, args.fail_if_slower)
     if args.json:
@@ -119,6 +120,26 @@ def run(args) -> int:
         print(_nothing_shared(comparison), file=sys.stderr)
         return 1
     return 0 if decision is None else _report_gate(decision)
+
+
+def _default_pair(db: str | None) -> tuple[str, str]:
+    """The latest run and the latest one before it that shares a spec with it (`latest` counts the
+    command line's runs), said on stderr; latest~1 and latest when none shares one."""
+    from accelbench.store.db import Store
+
+    with Store(db, create=False) as store:
+        newest = store.resolve_run("latest")
+        wanted = store.spec_keys(newest)
+        for back in range(1, PAIR_SEARCH + 1):
+            try:
+                earlier = store.resolve_run(f"latest~{back}")
+            except UsageError:
+                break
+            if store.spec_keys(earlier) & wanted:
+                print(f"accelbench compare: latest~{back} ({earlier}) against latest ({newest}), the two latest "
+                      f"runs that share specs", file=sys.stderr)
+                return earlier, newest
+    return DEFAULT_PAIR
 
 
 def _report_gate(decision) -> int:

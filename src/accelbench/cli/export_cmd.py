@@ -62,14 +62,19 @@ def _json_text(store, run_ids: list[str]) -> tuple[str, int]:
 def run(args) -> int:
     from accelbench.store.db import Store
 
+    from accelbench.safe_write import check_target, database_files
+
     with Store(args.db, create=False) as store:
+        inputs = database_files(store.path)
+        if args.output:  # refused before any work: a link, a special file, the database itself
+            check_target(args.output, inputs)
         run_ids = _run_ids(store, args)
         text, results = (_csv_text if args.format == "csv" else _json_text)(store, run_ids)
     if args.output:
-        from accelbench.store.export import write_text
+        from accelbench.safe_write import write_text
         from accelbench.terminal import printable
 
-        write_text(args.output, text)
+        write_text(args.output, text, inputs)
         print(printable(f"exported {len(run_ids)} run(s), {results} result(s) to {args.output}"), file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gather": ("accelbench.cli.gather_cmd", "import finished cluster jobs' results into the database"),
     "fleet": ("accelbench.cli.fleet_cmd", "a cluster sweep node type by node type: slow, failed and unmeasured nodes"),
     "import": ("accelbench.cli.import_cmd", "read runs from exported JSON documents, validated"),
+    "check": ("accelbench.cli.check_cmd", "a bounded health check of every device: exit 0 healthy, 1 fault, 3 busy"),
 }
 
 
@@ -55,10 +56,21 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from accelbench.safe_write import StreamError, abandon_stdout, guard_standard_streams
+
+    guard_standard_streams()
     try:
-        return _dispatch(argv)
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a full disk or a size limit is found here, not silently at exit
+        return code
     except BrokenPipeError:  # `--help`, a table or a JSON document written into a closed pipe
         return _reader_went_away()
+    except StreamError as exc:  # `accelbench export --all > FILE` on a full disk: one line, not 0
+        abandon_stdout()
+        command = next((a for a in (argv if argv is not None else sys.argv[1:]) if a in COMMANDS), "")
+        print(f"accelbench{' ' + command if command else ''}: error: cannot write standard output: "
+              f"{exc.strerror or exc} (the output is incomplete)", file=sys.stderr)
+        return 2
 
 
 def _dispatch(argv: list[str] | None) -> int:

@@ -132,12 +132,15 @@ class PlainOutput:
     """Headless: a line per device per reading, the gaps once at the start, the summary at the end."""
 
     def __init__(self, sampler):
+        from accelbench.terminal import plain_width
+
         self.sampler = sampler
+        self.width = plain_width()  # $COLUMNS, the terminal's, or 80 in a pipe: lines fit it
 
     def start(self) -> None:
         from accelbench.telemetry.text import no_data_lines
 
-        lines = no_data_lines(_no_data(self.sampler))
+        lines = no_data_lines(_no_data(self.sampler), self.width)
         if lines:
             print("No telemetry here:\n" + printable("\n".join(lines), keep_newlines=True), flush=True)
 
@@ -145,13 +148,14 @@ class PlainOutput:
         from accelbench.telemetry.text import frame_line
 
         now = datetime.now().strftime("%H:%M:%S")
-        for device_id in sampler.device_infos():
-            print(printable(frame_line(now, device_id, sampler.latest.get(device_id, {}))), flush=True)
+        for device_id, info in sampler.device_infos().items():
+            print(printable(frame_line(now, device_id, sampler.latest.get(device_id, {}), self.width, info.labels),
+                            keep_newlines=True), flush=True)
 
     def finish(self, summary: dict) -> None:
         from accelbench.telemetry.text import summary_lines
 
-        print("\n" + printable("\n".join(summary_lines(summary)), keep_newlines=True), flush=True)
+        print("\n" + printable("\n".join(summary_lines(summary, self.width)), keep_newlines=True), flush=True)
 
     def close(self) -> None:
         pass
@@ -185,8 +189,10 @@ class CsvOutput(PlainOutput):
         self.writer.writerow(["time_s", "device", *self.columns])
         sys.stdout.flush()
         from accelbench.telemetry.text import no_data_lines
+        from accelbench.terminal import plain_width
 
-        lines = no_data_lines(_no_data(self.sampler))
+        self.width = plain_width(sys.stderr)  # the notes and summary go to stderr
+        lines = no_data_lines(_no_data(self.sampler), self.width)
         if lines:
             print("No telemetry here:\n" + printable("\n".join(lines), keep_newlines=True), file=sys.stderr,
                   flush=True)
@@ -202,7 +208,8 @@ class CsvOutput(PlainOutput):
     def finish(self, summary: dict) -> None:
         from accelbench.telemetry.text import summary_lines
 
-        print(printable("\n".join(summary_lines(summary)), keep_newlines=True), file=sys.stderr, flush=True)
+        print(printable("\n".join(summary_lines(summary, self.width)), keep_newlines=True), file=sys.stderr,
+              flush=True)
 
 
 class LiveOutput(PlainOutput):
@@ -230,7 +237,9 @@ class LiveOutput(PlainOutput):
 
         table = Table(title=f"accelbench monitor · every {sampler.interval_s:g} s · Ctrl-C stops",
                       title_justify="left")
-        for column in ("device", "util", "memory", "clock", "power", "temp", "throttled by"):
+        nominal = any("frequency_mhz" in info.labels for info in sampler.device_infos().values())
+        for column in ("device", "util", "memory", "nominal clock" if nominal else "clock", "power", "temp",
+                       "throttled by"):
             table.add_column(column, no_wrap=column != "throttled by")
         for device_id, info in sampler.device_infos().items():
             v = sampler.latest.get(device_id, {})
@@ -243,7 +252,7 @@ class LiveOutput(PlainOutput):
             table.add_row(literal(f"{device_id} {info.name}"), show("utilization_percent"), memory,
                           show("sm_clock_mhz", "gfx_clock_mhz", "frequency_mhz"), show("power_w", "power_from_energy_w"),
                           show("temperature_c"), literal(throttled))
-        gaps = no_data_lines(_no_data(sampler))
+        gaps = no_data_lines(_no_data(sampler), self.console.width)
         footer = ("[dim]No telemetry here:\n" + literal("\n".join(gaps)) + "[/]") if gaps else ""
         return Group(table, footer)
 
@@ -251,7 +260,7 @@ class LiveOutput(PlainOutput):
         from accelbench.telemetry.text import summary_lines
 
         self.close()
-        self.console.print("\n".join(summary_lines(summary)), markup=False)
+        self.console.print("\n".join(summary_lines(summary, self.console.width)), markup=False)
 
     def close(self) -> None:
         live = getattr(self, "live", None)

@@ -68,6 +68,11 @@ def _render(report) -> None:
         console.print(_table(report, notes))
         for number, note in enumerate(notes, 1):
             console.print(hanging(f"\\[{number}]", literal(note)))
+    small = [p for p in report.projections if p.lower_bound]
+    if small:
+        console.print(hanging("[yellow]![/]", f"{len(small)} of {len(report.projections)} projections fall under one "
+                              "kernel launch: the problem is too small for the roofline to say more than a lower "
+                              "bound (≥: at least this long; ≤: at most this speed-up)"))
     if report.not_projected:
         console.print(f"[bold]Not projected[/] ({len(report.not_projected)}):")
         for spec, reason in report.not_projected:
@@ -99,15 +104,17 @@ def _table(report, notes: list[str] | None, assumes: bool = True):
         here = _ceiling_text(p.source_flops if p.source_bound == "compute" else p.source_bandwidth)
         there = _ceiling_text(p.target_flops if p.target_bound == "compute" else p.target_bandwidth)
         efficiency = f"{p.efficiency:.0%}" + (" (capped)" if p.capped else "")
-        assumption = f"{p.assumption}: {here} → {there}"
+        assumption = p.assumption if p.lower_bound else f"{p.assumption}: {here} → {there}"
+        projected = ("≥ " if p.lower_bound else "") + format_seconds(p.projected_s)
+        speedup = ("≤ " if p.lower_bound else "") + f"{p.speedup:.1f}×"
         if notes is not None:
             notes.append(assumption)
             what = " ".join(part for part in (p.spec.workload, params_text(p.spec)) if part)
             table.add_row(f"{literal(where(p.spec))}\n[dim]{literal(what)}[/]",
                           f"{format_seconds(p.measured_s)}\n{p.source_bound}", efficiency,
-                          f"{format_seconds(p.projected_s)}\n{p.target_bound}", f"{p.speedup:.1f}×\n\\[{len(notes)}]")
+                          f"{projected}\n{p.target_bound}", f"{speedup}\n\\[{len(notes)}]")
         else:
             table.add_row(literal(spec_label(p.spec)), format_seconds(p.measured_s), p.source_bound, efficiency,
-                          format_seconds(p.projected_s), p.target_bound, f"{p.speedup:.1f}×",
+                          projected, p.target_bound, speedup,
                           *[literal(assumption)] * assumes)
     return table

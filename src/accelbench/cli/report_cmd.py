@@ -33,8 +33,12 @@ def _require_matplotlib() -> None:
 
 
 def run(args) -> int:
+    from accelbench.safe_write import StreamError
+
     try:
         return _write_report(args)
+    except StreamError:  # standard output, not the folder: cli/main.py says so
+        raise
     except OSError as exc:  # a read-only or full filesystem under -o: one line, not a traceback
         raise UsageError(f"-o {args.output}: cannot write {exc.filename or args.output}: "
                          f"{exc.strerror or exc}; accepted: a folder where this user may write, "
@@ -50,11 +54,14 @@ def _write_report(args) -> int:
         if not store.runs(limit=1):
             raise UsageError(f"no runs are stored in {store.path} yet: try `accelbench run` first")
         files = build_report(store, list(args.runs), args.output)
-    from accelbench.terminal import printable
+    from accelbench.terminal import plain_width, printable, wrapped
 
-    print(printable(f"report for run(s) {', '.join(files.run_ids)}: {files.html_path}"))
+    def show(text: str, first: str = "") -> None:  # at the width, a long path folded
+        print("\n".join(wrapped(printable(text), plain_width(), first, "    ")))
+
+    show(f"report for run(s) {', '.join(files.run_ids)}: {files.html_path}")
     for path in files.png_paths:
-        print(printable(f"  figure: {path}"))
-    for note in files.missing:
+        show(str(path), "  figure: ")
+    for note in files.missing:  # diagnostics on stderr stay one line each, for grep
         print(printable(f"  not drawn: {note}"), file=sys.stderr)
     return 0

@@ -122,7 +122,7 @@ def _run(args) -> int:
 
         # docs/results-schema.md; plain JSON: an unbounded interval end is null, never Infinity
         data = finite({**results.to_dict(), "unreached_devices": [group.to_dict() for group in unreached],
-                       "busy_machine": run_notice(results.measurements)})
+                       "busy_machine": run_notice(results.measurements, results.rigor)})
         json.dump(data, sys.stdout, indent=2, default=_jsonable, allow_nan=False)
         sys.stdout.write("\n")
     else:
@@ -190,15 +190,12 @@ def _print_unreached(unreached: list) -> None:
     if not unreached:
         return
     from accelbench.terminal import console as make_console
-    from accelbench.terminal import hanging, literal, unwrapped_lines
+    from accelbench.terminal import hanging, literal
 
     console = make_console()
     console.print("[bold]Devices found that this run cannot measure[/]:")
-    for group in unreached:
-        if unwrapped_lines():  # a log file: one line, grep finds it
-            console.print(f"  [yellow]![/] {literal(group.text)}", soft_wrap=True)
-        else:
-            console.print(hanging("[yellow]![/]", literal(group.text)))
+    for group in unreached:  # wrapped like all else: its first line names the device, for grep
+        console.print(hanging("[yellow]![/]", literal(group.text)))
     console.print()
     sys.stdout.flush()
 

@@ -61,7 +61,8 @@ def _table(path, columns: list[tuple[str, bool]]):
     table = Table(title=f"[bold]Runs[/] in {literal(path)}", title_justify="left", show_edge=False, pad_edge=False)
     for header, whole in columns:
         table.add_column(header, no_wrap=whole, min_width=max(map(len, header.split("\n"))) if whole else None,
-                         justify="right" if header.startswith(("results", "skips")) else "left")
+                         justify="right" if header.startswith(("results", "skips")) else "left",
+                         overflow="fold")  # a long tag or host wraps whole; only a word wider than the column folds
     return table
 
 
@@ -83,5 +84,5 @@ def _narrow_table(runs, path):
     for r in runs:
         c = _cells(r)
         table.add_row(f"{c['run']}\n[dim]{c['started'][:16]}[/]", f"{c['status']}\n[dim]{c['host']}[/]",
-                      c["workloads"], f"{r.result_count}\n{r.skip_count}", c["tags"])
+                      c["workloads"], f"{r.result_count}\n{r.skip_count}", c["tags"].replace(", ", "\n"))
     return table

@@ -158,16 +158,18 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
     from accelbench.store.db import utc_now_iso
     from accelbench.terminal import printable
 
+    from accelbench.safe_write import write_text
+
     scripts = settings.results_dir / "scripts"
-    for sub in ("scripts", "logs", "jobs"):
-        (settings.results_dir / sub).mkdir(parents=True, exist_ok=True)
+    _make_folders(settings.results_dir)
     records = []
     for index, target in enumerate(targets, start=1):
         script = scripts / f"{submission}-{index}.sbatch"
-        script.write_text(render_script(settings, target, f"submission {submission}, job {index} of "
-                                                          f"{len(targets)}: {target.label()}"))
+        text = render_script(settings, target, f"submission {submission}, job {index} of "
+                                               f"{len(targets)}: {target.label()}")
+        write_text(script, text)
         if dry_run:
-            print(f"# {script}\n{script.read_text()}", file=out)
+            print(f"# {script}\n{text}", file=out)
             continue
         sent = submit(script)
         record = JobRecord(submission=submission, index=index, target=target,
@@ -187,6 +189,19 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
     elif sweep is not None:
         records += record_unmeasured(settings, sweep, submission, len(targets), out)
     return records
+
+
+def _make_folders(results_dir: Path) -> None:
+    from accelbench.errors import UsageError
+
+    for sub in ("scripts", "logs", "jobs"):
+        try:
+            (results_dir / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only folder, or a regular file on the way
+            blocker = next((p for p in (results_dir / sub).parents if p.exists() and not p.is_dir()), None)
+            why = f"{blocker} is a file, not a folder" if blocker else (exc.strerror or str(exc))
+            raise UsageError(f"--results-dir {results_dir}: cannot make {results_dir / sub}: {why}; accepted: "
+                             f"a folder this user may write in (on the shared filesystem)") from None
 
 
 def _node_info(sweep, node: str | None) -> dict[str, str]:

@@ -125,5 +125,6 @@ def write_fleet_page(view: FleetView, output_dir: str | Path) -> Path:
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     page = folder / "index.html"
-    page.write_text(fleet_html(view, fleet_figure_png(view)), encoding="utf-8")
-    return page
+    from accelbench.safe_write import write_text
+
+    return write_text(page, fleet_html(view, fleet_figure_png(view)))

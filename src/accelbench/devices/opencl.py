@@ -68,7 +68,13 @@ def probe(platforms: Iterable[Any] | None = None, build_check: Callable[[Any], s
     """
     if build_check is None:
         build_check = _recorded_build_failure if platforms is not None else _real_build_failure
-    platforms = list(_pyopencl_platforms() if platforms is None else platforms)
+    if platforms is None and build_check is _real_build_failure:
+        _start_build_child()  # it starts while the devices are listed here
+    try:
+        platforms = list(_pyopencl_platforms() if platforms is None else platforms)
+    except BaseException:
+        _stop_build_child()
+        raise
     devices: list[Device] = []
     skipped: list[str] = []
     for p_index, platform in enumerate(platforms):
@@ -146,6 +152,26 @@ def _real_build_failure(cl_device: Any) -> str | None:
     from accelbench.devices.opencl_build import build_failure
 
     return build_failure(cl_device)
+
+
+def _start_build_child() -> None:
+    import importlib.util
+
+    try:
+        installed = importlib.util.find_spec("pyopencl") is not None  # else no build is ever tried
+    except ValueError:  # a stand-in module (tests): nothing for a child to build with
+        return
+    if installed:
+        from accelbench.devices.opencl_build import start_child
+
+        start_child()
+
+
+def _stop_build_child() -> None:
+    import sys
+
+    if "accelbench.devices.opencl_build" in sys.modules:
+        sys.modules["accelbench.devices.opencl_build"].stop_child()
 
 
 def _recorded_build_failure(cl_device: Any) -> str | None:

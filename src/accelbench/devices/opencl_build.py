@@ -4,16 +4,29 @@ A device can be listed by its driver and still be unusable: the PoCL bundled wit
 wheel (pocl-binary-distribution 3.0) cannot compile for AMD Zen 5 ("unknown target CPU
 'generic'"), so every kernel fails. Each device is tried once per process; the answer is kept.
 pyopencl is imported only when a real device is tried.
+
+The build runs in a child process with a time limit: LLVM aborts its whole process on an I/O
+error (under `ulimit -f`, on a full disk: "LLVM ERROR: IO failure on output stream"), and that
+abort must not take `accelbench info` or a numpy run down with it. One child tries every device,
+once per process; its failure is the devices' reason ("the OpenCL probe aborted: ...").
 """
 from __future__ import annotations
 
+import json
 import re
+import signal
+import subprocess
+import sys
 from typing import Any
 
 TRIVIAL_KERNEL = "__kernel void accelbench_probe(__global float *x) { x[get_global_id(0)] += 1.0f; }"
 POCL_FIX = "install Debian's pocl-opencl-icd or a newer PoCL"
 
+CHILD_TIMEOUT_S = 60.0  # a trivial kernel builds in well under a second; a hung driver does not
+
 _answers: dict[Any, str | None] = {}  # device key -> why it cannot build (None: it can)
+_child_answers: list[dict[str, str | None] | str] = []  # the child's answers, or why it failed
+_child: list[subprocess.Popen] = []  # started, not yet read
 
 
 def build_failure(cl_device: Any) -> str | None:
@@ -30,6 +43,71 @@ def _key(cl_device: Any) -> Any:
 
 
 def _try_build(cl_device: Any) -> str | None:
+    """The child's answer for `cl_device` (found by its platform and device index)."""
+    import pyopencl as cl
+
+    if not _child_answers:
+        _child_answers.append(_ask_child())
+    answers = _child_answers[0]
+    if isinstance(answers, str):
+        return answers
+    try:
+        platform = cl_device.platform
+        p_index = cl.get_platforms().index(platform)
+        d_index = platform.get_devices().index(cl_device)
+    except Exception as error:  # noqa: BLE001 - a device the driver no longer lists the same way
+        return f"its OpenCL platform could not be read again ({error})"
+    return answers.get(f"{p_index}:{d_index}", "the OpenCL probe did not list this device")
+
+
+def start_child() -> None:
+    """Start the child early (the probe lists devices meanwhile); its answers are read once needed."""
+    if _child_answers or _child:
+        return
+    code = "from accelbench.devices.opencl_build import child_main; child_main()"
+    try:
+        _child.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                       errors="backslashreplace"))
+    except OSError as error:
+        _child_answers.append(f"the OpenCL probe could not start: {error.strerror or error}")
+
+
+def _ask_child() -> dict[str, str | None] | str:
+    """Every device's answer from the child process, or why the child gave none."""
+    start_child()
+    if not _child:
+        return _child_answers[0]
+    child = _child.pop()
+    try:
+        stdout, stderr = child.communicate(timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return f"the OpenCL probe did not finish within {CHILD_TIMEOUT_S:g} s (a kernel build hung)"
+    done = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+    lines = [line.strip() for line in (done.stdout or "").splitlines() if line.strip()]
+    if done.returncode == 0 and lines:
+        try:
+            return dict(json.loads(lines[-1]))
+        except (ValueError, TypeError):
+            pass
+    said = [line.strip() for line in (done.stderr or "").splitlines() if line.strip()]
+    how = (f"aborted: {{}} ({signal.Signals(-done.returncode).name})" if done.returncode < 0
+           else f"failed: {{}} (exit {done.returncode})")
+    return "the OpenCL probe " + how.format(said[-1] if said else "no message")
+
+
+def child_main() -> None:
+    """In the child: try every device, print the answers as one JSON line."""
+    import pyopencl as cl
+
+    answers = {f"{p}:{d}": _build_here(device) for p, platform in enumerate(cl.get_platforms())
+               for d, device in enumerate(platform.get_devices())}
+    print(json.dumps(answers), flush=True)
+
+
+def _build_here(cl_device: Any) -> str | None:
     import pyopencl as cl
 
     try:
@@ -75,6 +153,15 @@ def _text(obj: Any, attr: str) -> str:
         return ""
 
 
+def stop_child() -> None:
+    """No device to ask about after all: end the child, leave no zombie."""
+    while _child:
+        child = _child.pop()
+        child.kill()
+        child.communicate()
+
+
 def forget() -> None:
     """Forget the answers (for tests)."""
     _answers.clear()
+    _child_answers.clear()

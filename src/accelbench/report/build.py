@@ -1,6 +1,7 @@
 """Build a report: load runs, draw figures, derive findings, write one HTML file and the PNGs."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,20 +23,23 @@ def run_findings(run: RunData) -> list[Finding]:
     return findings(run.rows, run.devices, run.machine, rigor=run.info.selection.get("rigor"))
 
 
-def write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
+def write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[str | Path] = ()) -> ReportFiles:
+    """`inputs`: files the report is made from (the database), never written over."""
     from accelbench.bulk import frozen_heap
 
     with frozen_heap():  # the loaded runs stay alive throughout: the collector need not walk them
-        return _write_report(runs, output_dir)
+        return _write_report(runs, output_dir, inputs)
 
 
-def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
+def _write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[str | Path]) -> ReportFiles:
     from accelbench.report.drawing import draw_all
     from accelbench.report.html import render_page, results_html
+    from accelbench.safe_write import check_target, write_bytes, write_text
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out / HTML_NAME, run_ids=[r.run_id for r in runs])
+    check_target(files.html_path, inputs)  # a planted link or the database: refused before drawing
     found: list[list[Finding]] = []
     tables: list[str] = []
 
@@ -54,17 +58,19 @@ def _write_report(runs: list[RunData], output_dir: str | Path) -> ReportFiles:
                 continue
             # one run: plain names; several: the run id keeps them apart
             name = f"{figure.name}.png" if len(runs) == 1 else f"{run.run_id}-{figure.name}.png"
-            (out / name).write_bytes(figure.png)
+            write_bytes(out / name, figure.png, inputs)
             files.png_paths.append(out / name)
             names[figure.name] = name
         sections.append((run, figures, run_found, names, table))
-    files.html_path.write_text(render_page(sections), encoding="utf-8")
+    write_text(files.html_path, render_page(sections), inputs)
     return files
 
 
 def build_report(store, refs: list[str], output_dir: str | Path) -> ReportFiles:
     from accelbench.bulk import frozen_heap
 
+    from accelbench.safe_write import database_files
+
     with frozen_heap(collect=False):  # reading back makes tens of thousands of objects, no cycles
         runs = load_runs(store, refs or ["latest"])
-    return write_report(runs, output_dir)
+    return write_report(runs, output_dir, database_files(getattr(store, "path", None)))

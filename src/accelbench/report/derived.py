@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.report.ratio_text import phrase
 from accelbench.report.analysis import Row
 from accelbench.report.data import phase_median_s, transfer_share
 from accelbench.results import finite  # noqa: F401 - re-exported for the JSON writers
@@ -39,7 +40,8 @@ def speedup_dict(ratio: SpeedupCI | None) -> dict[str, Any] | None:
         return None
     return finite({"ratio": ratio.ratio, "ci_low": ratio.low, "ci_high": ratio.high,
                    "confidence": ratio.confidence, "verdict": ratio.verdict(), "paired": ratio.paired,
-                   "pairs": ratio.pairs, "method": ratio.method})
+                   "pairs": ratio.pairs, "method": ratio.method, "text": phrase(ratio),
+                   "contaminated": ratio.contaminated})
 
 
 def derived_figures(row: Row) -> dict[str, Any]:

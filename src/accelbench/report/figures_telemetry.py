@@ -93,6 +93,12 @@ def telemetry_over_run(run: RunData) -> FigureResult:
     for ax, (key, label, names) in zip(axes, panels):
         facts[key] = _draw_windows(ax, found, names, palette)
         highest = max((max(d["max"]) for d in facts[key].values() if d["max"]), default=1.0)
+        if key == "clock_mhz" and (running := _running_cpu_clock(run, found)):
+            result.facts["cpu_running_clock_mhz"] = running
+            highest = max(highest, running)
+            ax.axhline(running, linestyle="--", linewidth=1.0, color=palette.get("cpu", OTHER))
+            ax.annotate(f"cpu running ≈ {running:,.0f} MHz (estimated); marks: cpu nominal clock", (0.01, running),
+                        xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 3), fontsize=7)
         from_zero(ax, label, top=105.0 if key == "utilization_percent" else highest * 1.15)  # marks clear the top
         ax.set_xlabel("time since the first timed window (s)")
     figure_legend(fig, palette, sorted({w.device for w in found}))
@@ -100,8 +106,23 @@ def telemetry_over_run(run: RunData) -> FigureResult:
     result.caption = ("One mark per result and device: the horizontal bar spans the result's timed window, the point "
                       "is the mean over it, the vertical whisker its minimum to maximum. Colour: device. Gaps are the "
                       "time between results (set-up, checks, paired rounds). A clock that dips under load means "
-                      "throttling.")
+                      "throttling." + (f" Without cpufreq (a VM) the CPU's marks are /proc/cpuinfo's nominal clock; the "
+                                       f"dashed line is the clock the cores ran at, about "
+                                       f"{result.facts['cpu_running_clock_mhz']:,.0f} MHz as `accelbench info` estimates it "
+                                       f"(a timed multiply chain)." if "cpu_running_clock_mhz" in result.facts else ""))
     return finish(result, fig)
+
+
+def _running_cpu_clock(run: RunData, found: list[Window]) -> float | None:
+    """The CPU's running clock from the run's inventory, where the drawn CPU clock is only the
+    nominal one (no cpufreq: the stored telemetry says so)."""
+    nominal = any(w.device == "cpu" and _value(w, CLOCK_METRICS) for w in found) and any(
+        "frequency_mhz" in ((m.telemetry or {}).get("devices", {}).get("cpu", {}).get("labels") or {})
+        or any("no cpufreq" in str(n) for n in (m.telemetry or {}).get("devices", {}).get("cpu", {}).get("notes", []))
+        for m in run.measurements)
+    device = run.devices.get("cpu")
+    mhz = device.properties.get("running_clock_mhz") if device is not None else None
+    return float(mhz) if nominal and isinstance(mhz, (int, float)) and mhz > 0 else None
 
 
 def _draw_windows(ax: Axes, found: list[Window], names: tuple[str, ...], palette: dict[str, str]

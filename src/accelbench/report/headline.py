@@ -16,8 +16,10 @@ from typing import Any
 
 from accelbench.report import ratio_text
 from accelbench.report.analysis import Row
+from accelbench.report.cpu_text import cpu_sentence
 from accelbench.report.data import series_label, size_of, transfer_share
-from accelbench.runner.speedups import SpeedupCI
+from accelbench.report.reason_kinds import reason_kind
+from accelbench.runner.speedups import SpeedupCI, framework_is_cpu_baseline
 from accelbench.vocabulary import is_cpu_baseline
 
 COMPUTE_WORKLOADS = ("matmul",)
@@ -82,19 +84,22 @@ class Headline:
     devices: tuple[DeviceVerdict, ...]
     unreached: tuple[str, ...] = ()
     caveats: tuple[str, ...] = ()
+    cpu: str | None = None   # what the CPU side is and what it reached (report/cpu_text.py)
 
     def lines(self) -> list[str]:
-        """Plain sentences, device by device, then unreached devices, then caveats."""
+        """Plain sentences, device by device, the CPU side, then unreached devices, then caveats."""
         out = [" ".join(d.sentences()) for d in self.devices]
         if not self.devices:
             out.append("No device other than the CPU baseline was measured: there is no speed-up to state.")
+        if self.cpu:
+            out.append(self.cpu)
         out += list(self.unreached)  # each says "… found, not measured: why"
         out += list(self.caveats)
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"devices": [d.to_dict() for d in self.devices], "unreached": list(self.unreached),
-                "caveats": list(self.caveats)}
+                "caveats": list(self.caveats), "cpu": self.cpu}
 
 
 def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
@@ -107,8 +112,10 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
         if row.spec.device == "cpu":
             most_threads[row.spec.backend] = max(most_threads.get(row.spec.backend, 0), _threads(row))
     for row in rows:
-        if row.baseline_role or is_cpu_baseline(row.spec.backend, row.spec.device):
+        if row.baseline_role == "cpu_one_thread" or is_cpu_baseline(row.spec.backend, row.spec.device):
             continue
+        if row.baseline_role and not framework_is_cpu_baseline(row.spec.workload):
+            continue  # a framework on all CPU cores is deep learning's baseline: its answer is against one core
         if row.spec.device == "cpu" and _threads(row) < most_threads[row.spec.backend]:
             continue  # another framework on the CPU: on all its threads, as the baseline is
         by_series[_series(row)].append(row)
@@ -121,7 +128,7 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
             transfer_share=_share(e2e), verdicts=Counter(r.measurement.status for r in items)))
-    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats))
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows))
 
 
 def device_description(record: Mapping[str, Any]) -> str:
@@ -143,19 +150,13 @@ def caveat_lines(rows: list[Row], busy_notice: str | None = None) -> list[str]:
     statuses = Counter(r.measurement.status for r in rows)
     doubtful = sum(n for v, n in statuses.items() if v != "valid")
     if doubtful:
-        why = Counter(_reason_kind(r.measurement.verdict_reasons[0]) for r in rows
+        why = Counter(reason_kind(r.measurement.verdict_reasons[0]) for r in rows
                       if r.measurement.status != "valid" and r.measurement.verdict_reasons)
         counts = ", ".join(f"{statuses[v]} {v}" for v in VERDICT_ORDER[1:] if statuses.get(v))
         reasons = "; ".join(f"{kind} ({n})" for kind, n in why.most_common(4))
         found.append(f"{doubtful} of {len(rows)} results are not plainly valid ({counts})"
                      + (f": {reasons}" if reasons else "") + ". The verdicts below name each one.")
     return found
-
-
-def _reason_kind(reason: str) -> str:
-    """'unstable: IQR is 47% …' -> 'unstable'; 'other processes used 54% …' -> 'other processes used'."""
-    head = reason.split(":", 1)[0]
-    return head if len(head) <= 40 else " ".join(reason.split()[:3])
 
 
 def _threads(row: Row) -> int:
@@ -169,8 +170,10 @@ def _series(row: Row) -> str:
 
 
 def _largest(rows: Iterable[Row]) -> Row | None:
+    """The row of the largest size; a workload without a size (deep learning) gives its first row."""
+    rows = list(rows)
     kept = [r for r in rows if size_of(r.spec) is not None]
-    return max(kept, key=lambda r: size_of(r.spec) or 0.0) if kept else None
+    return max(kept, key=lambda r: size_of(r.spec) or 0.0) if kept else (rows[0] if rows else None)
 
 
 def _preferred(rows: list[Row]) -> list[Row]:
@@ -195,6 +198,10 @@ def _comparisons(items: list[Row]) -> list[WorkComparison]:
         if memory:
             found.append(_comparison("memory-bound", memory))
             break
+    for workload in sorted({r.spec.workload for r in compared if framework_is_cpu_baseline(r.spec.workload)}):
+        row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
+        if row:  # deep learning, against the same framework on the CPU
+            found.append(_comparison("deep learning", row))
     if not found:  # neither kind was run: the user's own choice of work, two at most
         for workload in sorted({r.spec.workload for r in compared})[:2]:
             row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
@@ -213,22 +220,26 @@ def _comparison(kind: str, row: Row) -> WorkComparison:
     return WorkComparison(kind, what, row.speedup_all, row.speedup_one)
 
 
-def ratio_words(ratio: SpeedupCI) -> str:
-    """'3.10× faster [2.90–3.30, 8 pairs]', '4.00× slower [3.80–4.20, 8 pairs]' or 'no clear difference
-    (0.98× [0.90–1.07], 8 pairs)': report/ratio_text.py's convention, with the basis."""
+def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:
+    """'3.10× faster [2.90–3.30, 8 pairs] than WHOM', '4.00× slower [3.80–4.20, 8 pairs] than WHOM',
+    'no clear difference from WHOM (0.98× [0.90–1.07], 8 pairs)': report/ratio_text.py's convention."""
     basis = f"{ratio.pairs} pairs" if ratio.paired else "unpaired"
     if ratio.contaminated:
-        return f"not decided ({ratio.ratio:.2f}×, {basis}: {ratio.contaminated})"
+        return f"not decided{f' against {whom}' if whom else ''} ({ratio.ratio:.2f}×, {basis}: {ratio.contaminated})"
     text = ratio_text.phrase(ratio)
-    return f"{text[:-1]}, {basis}{text[-1]}"
+    if ratio_text.oriented(ratio).directed:
+        return f"{text[:-1]}, {basis}{text[-1]}" + (f" than {whom}" if whom else "")
+    label, _, rest = text.partition(" (")
+    linked = {"same speed": "as", "no clear difference": "from"}.get(label, "against")
+    return f"{label}{f' {linked} {whom}' if whom else ''} ({rest[:-1]}, {basis})"
 
 
 def _comparison_text(c: WorkComparison) -> str:
     against = []
     if c.vs_all_cores:
-        against.append(f"{ratio_words(c.vs_all_cores)} than all CPU cores")
+        against.append(ratio_words(c.vs_all_cores, "all CPU cores"))
     if c.vs_one_core:
-        against.append(f"{ratio_words(c.vs_one_core)} than one core")
+        against.append(ratio_words(c.vs_one_core, "one core"))
     return f"{c.kind} ({c.what}) " + ", ".join(against)
 
 
@@ -266,13 +277,18 @@ def _share_text(share: tuple[str, float] | None) -> str | None:
     if share is None:
         return None
     where, value = share
-    amount = "under 1%" if value < 0.005 else f"{value:.0%}"
+    if value >= 1.0:  # capped: the transfers, timed apart, took as long as the whole call
+        return (f"transfers take all of the end-to-end time ({where}): timed on their own they last as long "
+                "as the whole call, so the compute is too short to tell apart")
+    amount = ("under 1%" if value < 0.005 else f"nearly all ({value:.1%})" if value >= 0.995
+              else f"{value:.0%}")  # 99.6% is not "100%": the compute still took some time
     return f"transfers take {amount} of the end-to-end time ({where})"
 
 
-def headline_for_run(rows: list[Row], devices: Mapping[str, Any], machine: Mapping[str, Any]) -> Headline:
+def headline_for_run(rows: list[Row], devices: Mapping[str, Any], machine: Mapping[str, Any],
+                     rigor: str | None = None) -> Headline:
     """The headline of one run: `devices` (id -> Device or its dict), `machine` as stored with the run
-    (its "unreached_devices" name what no backend reached)."""
+    (its "unreached_devices" name what no backend reached), `rigor` the run's (advice fits it)."""
     from accelbench.runner.reach import UnreachedDevices
     from accelbench.timing.contention import run_notice
 
@@ -280,7 +296,7 @@ def headline_for_run(rows: list[Row], devices: Mapping[str, Any], machine: Mappi
     recorded = machine.get("unreached_devices")
     unreached = [UnreachedDevices.from_dict(g).text for g in recorded or [] if isinstance(g, dict)]
     return headline(rows, descriptions, unreached=unreached,
-                    caveats=caveat_lines(rows, run_notice(r.measurement for r in rows)))
+                    caveats=caveat_lines(rows, run_notice((r.measurement for r in rows), rigor)))
 
 
 def render_headline(answer: Headline, console: Any) -> None:
@@ -297,6 +313,8 @@ def render_headline(answer: Headline, console: Any) -> None:
         grid.add_row("•", literal(" ".join(device.sentences())))
     if not answer.devices:
         grid.add_row("•", "No device other than the CPU baseline was measured: there is no speed-up to state.")
+    if answer.cpu:
+        grid.add_row("•", literal(answer.cpu))
     for text in answer.unreached:
         grid.add_row("[yellow]![/]", literal(text))
     for text in answer.caveats:

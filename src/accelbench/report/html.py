@@ -173,7 +173,9 @@ def _verdict_cell(m) -> str:
 def _warnings_note(row: Row) -> str:
     m = row.measurement
     parts = [f"{esc(m.status)}: " + " · ".join(esc(r) for r in m.verdict_reasons)] if m.verdict_reasons else []
-    parts += ["warnings: " + " · ".join(esc(w) for w in m.warnings)] if m.warnings else []
+    # a warning that restates a verdict reason ("invalid, time not counted: …") is said once
+    warnings = [w for w in m.warnings if not any(reason in w for reason in m.verdict_reasons)]
+    parts += ["warnings: " + " · ".join(esc(w) for w in warnings)] if warnings else []
     return " — ".join(parts)
 
 
@@ -275,7 +277,8 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
             f'<p class="meta">{esc(run.machine.get("hostname", ""))} · started {esc(run.info.started_at[:19])} UTC · '
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
             f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
-            + headline_html(headline_for_run(run.rows, run.devices, run.machine), run.run_id, unreached_html(run))
+            + headline_html(headline_for_run(run.rows, run.devices, run.machine, run.info.selection.get("rigor")),
+                            run.run_id, unreached_html(run))
             + f"<h3>Findings</h3>{findings_html(found)}" + reference_html(run)
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
             + "<h2>Results</h2>" + (results_html(run.rows) if results is None else results) + roofline_table_html(roof) + energy_html(run)

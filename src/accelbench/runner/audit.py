@@ -2,13 +2,18 @@
 
 After the harness has timed a workload (its calls rotating through input sets, workloads/rotation.py):
 
-1. every output buffer is filled with NaN (`poison`), then one more block of the same length is
-   timed and what its calls returned is checked: a backend that never writes its output, returns a
-   stale buffer, or returns the previous call's result fails here;
+1. a few rounds, of lengths drawn by a generator the backend never sees: every output buffer is
+   filled with NaN through its framework (`poison`, never the backend's fill_nan), a block of calls
+   runs, and what they returned is checked (each input set's last output and calls drawn at
+   random): a backend that never writes its output, writes a part, works every k-th call, returns a
+   stale buffer or the previous call's result fails here;
 2. the next call gets inputs never seen before (`refresh`) and is timed alone: a backend that
    caches results for repeated inputs, or skips work, is fast in the timed blocks and slow here;
-3. where the output lives is read from the array itself (backends/placement.py), not from the
-   backend's claim.
+3. synchronisation is proven on this very call (timing/sync_probe.py `prove`): blocks ended by
+   synchronize() against blocks reading each call's output back, interleaved; a sync that does
+   not wait, waits for a part, or work dropped when its buffer is written again, shows there;
+4. where the output lives is read from the array itself (backends/placement.py), not from the
+   backend's claim; an array no framework we know can describe leaves the result unverified.
 
 Workloads that draw new random numbers every call (Monte Carlo) are judged on the last timed
 call's estimate, after two timed calls have been shown to differ. A workload without
@@ -18,16 +23,21 @@ what the last timed call returned.
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
+import time
 from typing import Any, Callable
 
 import numpy as np
 
+from accelbench.backends import raw_access
 from accelbench.backends.placement import observe
 from accelbench.results import Check
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock
+from accelbench.timing.sync_probe import NOT_WAITING, UNPROVEN, prove
 from accelbench.units import format_seconds
-from accelbench.verdict import INVALID, UNVERIFIED, VALID, Finding
+from accelbench.verdict import INVALID, NOISY, UNVERIFIED, VALID, Finding
 
 # a call on fresh inputs may be slower than a call on inputs seen before (cold caches, first
 # touch), but not by this much: then the timed calls did less than the work. Each attempt pairs
@@ -35,7 +45,15 @@ from accelbench.verdict import INVALID, UNVERIFIED, VALID, Finding
 # attempts decides.
 FRESH_FACTOR = 5.0
 FRESH_SLACK_S = 1e-4
-FRESH_ATTEMPTS = 3
+FRESH_ATTEMPTS = 5       # early out on the first pass: only a suspect (or a loaded machine) pays for all
+FRESH_PAUSE_S = 0.05
+CHECK_ROUNDS = 3         # poison, a block of a drawn length, check
+PROOF_BLOCK_S = 0.01     # the sync proof's blocks last about this long ...
+PROOF_BUDGET_S = 1.5     # ... and all its rounds about this long at most
+PROOF_MIN_ROUNDS = 3
+PROOF_MAX_S = 10.0       # a call so long that even the fewest rounds would take longer is not proven here
+TIMED_FACTOR = 2.0       # the timed calls this much faster than the same calls read back: noisy
+_PRIVATE = random.SystemRandom()
 
 
 class Capture:
@@ -68,14 +86,12 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
         findings.append(Finding(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
                                             "(a workload gives check_output for that: workloads/rotation.py)"))
     else:
-        if prepared.poison:
-            prepared.poison()
-        # at least one call per input set, so every poisoned buffer is written again
-        _block(capture, synchronize, clock, max(calls_per_sample, prepared.variants))
-        check = prepared.check_output(capture.last)
+        check = _checked_rounds(prepared, capture, synchronize, clock, calls_per_sample)
         if prepared.refresh and check.passed:
             check, fresh_s, found = _fresh_calls(prepared, capture, synchronize, clock, overhead_s)
             findings += found
+        if check.passed and to_host is not None:
+            findings += _sync_proven(prepared, capture, synchronize, clock, to_host, calls_per_sample, median_s)
     if not check.passed:
         findings.append(Finding(INVALID, f"check failed: {check.detail}"))
     if prepared.unverified:
@@ -104,6 +120,62 @@ def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host
     return []
 
 
+def _checked_rounds(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
+                    calls_per_sample: int) -> Check:
+    """Poison, a block of a drawn length, check; the first failure (or the last pass) decides.
+
+    One round is as long as a timed block (at least one call per input set); the others are
+    short (one call up to one more than the input sets), so work spread over several calls (a
+    third of the output rewritten per call) cannot cover a poisoned buffer before it is checked."""
+    variants = max(prepared.variants, 1)
+    lengths = [max(calls_per_sample, variants)] + [_PRIVATE.randint(1, variants + 1) for _ in range(CHECK_ROUNDS - 1)]
+    _PRIVATE.shuffle(lengths)
+    check = None
+    for calls in lengths if prepared.poison else lengths[:1]:
+        if prepared.poison:
+            prepared.poison()
+        _block(capture, synchronize, clock, calls)
+        check = prepared.check_output(capture.last)
+        if not check.passed:
+            return check
+    assert check is not None
+    return check
+
+
+def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
+                 to_host: Callable[[Any], Any], calls_per_sample: int, median_s: float) -> list[Finding]:
+    """The timed call, as timed, ended by synchronize() and by reading each output back (sync_probe.prove)."""
+    if capture.last is None or isinstance(capture.last, (tuple, list, dict)):
+        return []
+    variants = max(prepared.variants, 1)
+    # each buffer written at least twice, and most calls overwritten, in a block (lazy backends drop those)
+    calls = max(2 * variants + 1, min(calls_per_sample, math.ceil(PROOF_BLOCK_S / max(median_s, 1e-9))))
+    rounds = max(PROOF_MIN_ROUNDS, min(7, int(PROOF_BUDGET_S / max(2 * calls * median_s, 1e-9))))
+    if 2 * rounds * calls * median_s > PROOF_MAX_S:
+        calls = variants + 1  # a buffer still written twice in a block
+        if 2 * rounds * calls * median_s > PROOF_MAX_S:
+            return [Finding(VALID, f"synchronisation not proven on the timed call itself: one call takes "
+                                   f"{format_seconds(median_s)} (the start-of-run probe stands)")]
+
+    def read_back(output: Any) -> object:
+        return to_host(raw_access.first_element(output))
+
+    try:
+        proof = prove(capture, synchronize, read_back, clock, calls, rounds, coin=_PRIVATE.random)
+    except Exception as error:  # noqa: BLE001 - an output the backend cannot read back in part
+        return [Finding(VALID, f"synchronisation not proven on the timed call itself: reading its output back "
+                               f"failed ({type(error).__name__}: {error})")]
+    if proof.status == NOT_WAITING:
+        return [Finding(INVALID, proof.detail)]
+    if proof.status == UNPROVEN:
+        return [Finding(NOISY, proof.detail)]
+    if median_s > 0 and proof.proven_s > TIMED_FACTOR * median_s:
+        return [Finding(NOISY, f"the timed calls took {format_seconds(median_s)}, the same calls with each "
+                               f"output read back {format_seconds(proof.proven_s)}: measured while the "
+                               "machine was busy, or the timed calls did not all finish")]
+    return []
+
+
 def _block(capture: Capture, synchronize: Callable[[], object], clock: Clock, calls: int) -> float:
     checkpoint()  # a stop or the spec's deadline between the audit's calls
     synchronize()
@@ -114,13 +186,31 @@ def _block(capture: Capture, synchronize: Callable[[], object], clock: Clock, ca
     return clock.now() - start_s
 
 
+def _wake(prepared, synchronize: Callable[[], object]) -> None:
+    """Both timed calls start with the framework's pool awake (a pool asleep costs ~0.5 ms to wake,
+    torch n=128: 560 µs fresh against 53 µs warm): one untimed call on inputs already seen."""
+    if prepared.wake is not None:
+        prepared.wake()
+        synchronize()
+
+
 def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
                  overhead_s: float) -> tuple[Check, float, list[Finding]]:
-    """A call on inputs never seen, then one on inputs seen before; both outputs checked."""
+    """A call on inputs never seen, then one on inputs seen before; both outputs checked.
+
+    Both follow an equal pause (the refresh's length) and a call that wakes the pool. The refresh computes its reference on one
+    BLAS thread (workloads/rotation.py): a multi-threaded one leaves OpenBLAS's workers spinning for
+    ~0.1 s beside the fresh call (torch n=128: 4 ms against 0.05 ms), and waiting them out leaves the
+    framework's pool asleep so long that a virtual machine may take ~10 ms to wake it."""
     best: tuple[float, float] | None = None
     for _ in range(FRESH_ATTEMPTS):
+        start_s = time.perf_counter()
         prepared.refresh()
+        pause_s = min(time.perf_counter() - start_s, FRESH_PAUSE_S)
+        _wake(prepared, synchronize)
         fresh_s = max(_block(capture, synchronize, clock, 1) - overhead_s, 0.0)
+        time.sleep(pause_s)
+        _wake(prepared, synchronize)
         warm_s = max(_block(capture, synchronize, clock, 1) - overhead_s, 0.0)
         check = prepared.check_output(capture.last)
         if not check.passed:
@@ -144,8 +234,9 @@ def _observed(prepared, output: Any, check: Check, device: str) -> tuple[Check, 
     target = prepared.placed(output) if prepared.placed else output
     seen = observe(target)
     if seen.device is None:
-        return check, [Finding(VALID, f"placement claimed by the backend ({check.device_seen}), "
-                                      f"not observed: {seen.how}")]
+        return check, [Finding(UNVERIFIED, f"placement claimed by the backend ({check.device_seen}), "
+                                           f"not observed: {seen.how}; its outputs could only be written "
+                                           "and read through the backend itself")]
     checked = dataclasses.replace(check, device_seen=seen.device)
     if seen.device != device:
         return checked, [Finding(INVALID, f"the output lives on {seen.device} ({seen.how}), not on {device}: "

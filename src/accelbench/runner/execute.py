@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from accelbench.errors import Unsupported
-from accelbench.results import Check, Measurement, Skip
+from accelbench.results import Check, Measurement, Skip, cores_demanded, cores_used, uses_claimed_threads
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sync_check import UNTESTED, probe_backend
-from accelbench.timing import contention, stats
+from accelbench.timing import contention, quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import PerfCounterClock
 from accelbench.timing.harness import Timing, measure
@@ -151,12 +151,13 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
            ) -> tuple[Measurement, list[Finding]]:
     device = item.spec.device
     watched = sorted({device, "cpu"})
+    quiesce.settle()  # the previous spec's thread pools, still spinning, would share our cores
     if prepared.self_timed is not None:
         with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
             timed = prepared.self_timed(rigor=rigor)
         measurement, findings = _self_timed(item, workload, prepared, timed,
                                             window.summary_for(watched) if window is not None else {})
-        return contention.attach(measurement, findings, {"compute": busy.result}, device)
+        return _threads_observed(contention.attach(measurement, findings, {"compute": busy.result}, device), backend)
 
     clock = clock or PerfCounterClock()
     capture = Capture(prepared.compute)
@@ -189,12 +190,29 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     extra = prepared.metrics() if prepared.metrics else {}
     if audited.fresh_call_s is not None:
         extra = {**extra, "fresh_input_call_s": audited.fresh_call_s}
-    return contention.attach(Measurement(
+    return _threads_observed(contention.attach(Measurement(
         spec=item.spec, phases_s={k: t.samples_s for k, t in timings.items()},
         first_call_s=compute.first_call_s, work=workload.work(item.params), check=audited.check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
         target_met=compute.target_met, threads=item.threads, telemetry=telemetry, extra=extra,
-    ), findings, windows, device)
+    ), findings, windows, device), backend)
+
+
+def _threads_observed(attached: tuple[Measurement, list[Finding]], backend) -> tuple[Measurement, list[Finding]]:
+    """A CPU result names how its backend ran (`implementation`: "numpy, 2 threads, blocked"), and
+    warns where it claims N threads but its threads ran well under N at a time (runnable time / wall
+    time, which load elsewhere does not lower). The time stays right, so the verdict stands; such a
+    result is no "all cores" baseline (results.uses_claimed_threads)."""
+    measurement, findings = attached
+    describe = getattr(backend, "implementation", None)
+    if measurement.spec.device == "cpu" and callable(describe):
+        measurement = dataclasses.replace(measurement, extra={**measurement.extra, "implementation": describe()})
+    if not uses_claimed_threads(measurement):
+        ran = cores_demanded(measurement) or cores_used(measurement) or 0.0
+        claim = (f"threads: claims {measurement.threads} but ran {ran:.1f} at a time (our threads' runnable "
+                 f"time / wall time), so it is no all-cores figure")
+        measurement = dataclasses.replace(measurement, warnings=(claim, *measurement.warnings))
+    return measurement, findings
 
 
 def _disturbs(warning: str) -> bool:

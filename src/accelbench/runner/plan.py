@@ -12,7 +12,7 @@ from decimal import Decimal
 from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
-from accelbench.vocabulary import is_cpu_baseline, usable_cpus
+from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline, usable_cpus
 from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
 # 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
@@ -105,7 +105,7 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
         for params in workload.grid(sizes, chosen, quick):
             _check_size(workload, params, host_memory_bytes)
             for backend_name, device in targets:
-                for threads in _thread_counts(backend_name, device, all_threads):
+                for threads in _thread_counts(backend_name, device, all_threads, workload):
                     extra = {"threads": threads} if threads else {}
                     spec = Spec.make(name, backend_name, device, **params, **extra)
                     plan.items.append(PlanItem(spec, threads))
@@ -125,10 +125,12 @@ def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]
     return [(name, device) for name, device in reachable if device in devices]
 
 
-def _thread_counts(backend: str, device: str, all_threads: int) -> list[int | None]:
+def _thread_counts(backend: str, device: str, all_threads: int, workload=None) -> list[int | None]:
     if device != "cpu":
         return [None]
-    if is_cpu_baseline(backend, device) and all_threads > 1:  # the baseline on one core, and on all
+    # the baseline on one core, and on all: numpy, or the framework itself where the workload says so
+    framework = getattr(workload, "cpu_baseline", "numpy") == "framework" and device == BASELINE_DEVICE
+    if (framework or is_cpu_baseline(backend, device)) and all_threads > 1:
         return [1, all_threads]
     return [all_threads]
 

@@ -1,11 +1,13 @@
 """A rate beyond what the device can physically do is invalid, not a ceiling problem.
 
-The bound for arithmetic is the device's fastest arithmetic unit (formula or datasheet peak of any
-precision: emulated or matrix-unit tricks cannot beat the fastest unit), for memory traffic the
-fastest memory it has (for a CPU: every core loading and storing a full vector per cycle from L1;
-for an accelerator: ten times its memory bandwidth, more than any of its caches delivers). A margin
-covers clock uncertainty; for the CPU the running-clock estimate raises the nominal-clock formula.
-A device with no figure at all gets no bound, and its results say so.
+The bound for arithmetic is the peak of the result's own precision (vector or matrix unit,
+whichever is faster; a dtype with no figure falls back to the fastest unit of any precision). The
+bound for memory traffic is the bandwidth of the level the working set lives in (memory_levels.py):
+for a CPU, L1 for what fits in L2, the last-level cache for what fits there, and main memory for a
+working set well above it (its datasheet figure, else measured once here, with a generous
+factor); for an accelerator, its memory bandwidth once the working set is far above its cache,
+else ten times that. A margin covers clock uncertainty; for the CPU the running-clock estimate
+raises the nominal-clock formula. A device with no figure gets no bound, and its results say so.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
+from accelbench.runner.memory_levels import memory_bound, working_set_bytes
 from accelbench.timing import stats
 from accelbench.units import format_si
 from accelbench.verdict import INVALID, VALID, Finding
@@ -43,19 +46,31 @@ def _clock_factor(device: Device) -> float:
     return 1.0
 
 
-def flops_bound(device: Device) -> Bound | None:
-    figures = [f for f in (_sheet(device, m) for m in _FLOP_METRICS) if f is not None]
+# the peaks a result in each dtype may be read against: its vector unit and its matrix unit
+_PRECISION_METRICS = {"float64": ("fp64", "fp64_matrix"), "float32": ("fp32", "tf32_matrix"),
+                      "float16": ("fp16", "fp16_matrix"), "bfloat16": ("bf16", "bf16_matrix")}
+
+
+def flops_bound(device: Device, dtype: str | None = None) -> Bound | None:
+    own = [f for f in (_sheet(device, m) for m in _PRECISION_METRICS.get(dtype or "", ())) if f is not None]
+    figures = own or [f for f in (_sheet(device, m) for m in _FLOP_METRICS) if f is not None]
     if not figures:
         return None
     best = max(figures, key=lambda f: f.value)
     factor = _clock_factor(device)
     basis = f"{best.metric} peak {format_si(best.value, 'FLOP/s')} ({best.provenance})"
+    if dtype and not own:
+        basis += f", the fastest unit: no {dtype} peak is known"
     if factor > 1:
         basis += f" at the running clock (×{factor:.2f})"
     return Bound(best.value * factor * MARGIN, best.value * factor, basis)
 
 
-def bytes_bound(device: Device) -> Bound | None:
+def bytes_bound(device: Device, working_set: int | None = None) -> Bound | None:
+    if working_set is not None:
+        level = memory_bound(device, working_set)
+        if level is not None:
+            return Bound(level.bound_bytes_s, level.peak_bytes_s, level.basis)
     if device.kind == "cpu":
         cores = device.properties.get("physical_cores") or device.properties.get("logical_cores")
         mhz = device.properties.get("running_clock_mhz") or device.properties.get("max_clock_mhz") \
@@ -92,8 +107,9 @@ def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[Finding]:
     if device is None:
         return [Finding(VALID, f"rate unbounded: {m.spec.device} is not in the inventory, so no peak bounds it")]
     findings, checked = [], False
-    for amount, unit, bound in ((m.work.flops, "FLOP/s", flops_bound(device)),
-                                (m.work.bytes_moved, "B/s", bytes_bound(device))):
+    dtype = m.spec.param("dtype")
+    for amount, unit, bound in ((m.work.flops, "FLOP/s", flops_bound(device, dtype if isinstance(dtype, str) else None)),
+                                (m.work.bytes_moved, "B/s", bytes_bound(device, working_set_bytes(m)))):
         if not amount:
             continue
         if bound is None:

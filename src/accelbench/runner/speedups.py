@@ -16,10 +16,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from accelbench.results import Measurement, PairedSamples
+from accelbench.results import Measurement, PairedSamples, uses_claimed_threads
 from accelbench.runner import paired_check
 from accelbench.timing import bootstrap, stats
-from accelbench.vocabulary import is_cpu_baseline
+from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline
 
 CPU_ALL_CORES = "cpu_all_cores"     # numpy on all cores (compute) / this compute time
 CPU_ONE_THREAD = "cpu_one_thread"   # numpy on one thread (compute) / this compute time
@@ -33,6 +33,7 @@ PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order
 UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
 MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
 CONTAMINATED = "contaminated"
+FRAMEWORK = "framework"  # Workload.cpu_baseline: the same backend on the CPU is the baseline
 
 
 @dataclass(frozen=True)
@@ -102,15 +103,39 @@ def _unpaired(r: stats.RatioCI, note: str = "") -> SpeedupCI:
 # -- which speed-ups are shown -------------------------------------------------------------------
 
 def baseline_key(m: Measurement) -> tuple:
-    return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k != "threads"))
+    """What a CPU baseline stands for: the problem (workload, parameters without threads) and, where
+    the workload's CPU side is the framework itself (deep learning: numpy runs none), the backend."""
+    key = (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k != "threads"))
+    return key + (m.spec.backend,) if framework_is_cpu_baseline(m.spec.workload) else key
+
+
+def framework_is_cpu_baseline(workload: str) -> bool:
+    """Whether `workload` declares the candidate's own framework on the CPU as its baseline."""
+    from accelbench.workloads.registry import get_workload
+
+    try:
+        return get_workload(workload).cpu_baseline == FRAMEWORK
+    except Exception:  # noqa: BLE001 - a stored run's workload may not be installed here: numpy, as before
+        return False
+
+
+def is_baseline_measurement(m: Measurement) -> bool:
+    """numpy on the CPU; for a framework-baseline workload, any backend on the CPU."""
+    if m.spec.device != BASELINE_DEVICE:
+        return False
+    return framework_is_cpu_baseline(m.spec.workload) or is_cpu_baseline(m.spec.backend, m.spec.device)
 
 
 def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
-    """numpy@cpu on the most threads, and on one thread (where more than one was measured)."""
-    cpu = [m for m in valid if is_cpu_baseline(m.spec.backend, m.spec.device)]
-    most = max((m.threads or 0 for m in cpu), default=0)
-    all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most}
-    one = {baseline_key(m): m for m in cpu if m.threads == 1 and most > 1}
+    """The CPU baseline of each problem on the most threads its backend was measured with, and on
+    one thread (where more than one was measured)."""
+    cpu = [m for m in valid if is_baseline_measurement(m)]
+    most: dict[str, int] = {}
+    for m in cpu:
+        most[m.spec.backend] = max(most.get(m.spec.backend, 0), m.threads or 0)
+    # a baseline seen to use fewer cores than it claims is no "all cores" figure (results.uses_claimed_threads)
+    all_cores = {baseline_key(m): m for m in cpu if (m.threads or 0) == most[m.spec.backend] and uses_claimed_threads(m)}
+    one = {baseline_key(m): m for m in cpu if m.threads == 1 and most[m.spec.backend] > 1}
     return all_cores, one
 
 

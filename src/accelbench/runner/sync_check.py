@@ -3,6 +3,8 @@
 The known-long work is the backend's own matrix product of order 512, launched as often as it
 takes to fill a block (timing/sync_probe.py compares the block ended by synchronize() with the
 block ended by reading the output back). A backend without a matrix product cannot be probed; its results say so.
+It refuses a backend only on consistent evidence (4 of 5 interleaved rounds); the proof that
+counts for each result is made on the workload's own timed call (runner/audit.py `_sync_proven`).
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from typing import Any
 from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip
+from accelbench.safe_write import clean_text
 from accelbench.store import liveness
 from accelbench.store.ceiling_rows import CeilingRows
 from accelbench.store.failures import reported as _reported
@@ -64,7 +65,8 @@ def new_run_id(now: datetime | None = None) -> str:
 def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> int:
     names = ", ".join(row)
     marks = ", ".join(f":{name}" for name in row)
-    cursor = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", dict(row))
+    values = {name: clean_text(v) if isinstance(v, str) else v for name, v in row.items()}  # hostnames, paths
+    cursor = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
     return int(cursor.lastrowid or 0)
 
 
@@ -74,6 +76,7 @@ def _insert_many(conn: sqlite3.Connection, table: str, rows: Sequence[Mapping[st
         return
     names = list(rows[0])
     marks = ", ".join(f":{name}" for name in names)
+    rows = [{name: clean_text(v) if isinstance(v, str) else v for name, v in row.items()} for row in rows]
     conn.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})", rows)
 
 
@@ -112,8 +115,12 @@ def _tag_rows(run_id: str, tags: Mapping[str, Any]) -> list[tuple[str, str, str]
     for key, value in tags.items():
         if not isinstance(key, str) or not key:
             raise UsageError(f"run tag {key!r}: a tag name must be a non-empty string")
-        rows.append((run_id, key, str(value)))
+        rows.append((run_id, clean_text(key), clean_text(str(value))))  # from argv or a file: any bytes
     return rows
+
+
+# a run of the command line: not one the Python API made (session.run and api.bench record "via")
+_FROM_COMMAND_LINE = "coalesce(json_extract(selection_json, '$.via'), '') != 'python'"
 
 
 class Store(SpeedupStore, CeilingRows):
@@ -247,6 +254,7 @@ class Store(SpeedupStore, CeilingRows):
         with self._write() as conn:
             update_machine_extra(conn, run_id, machine)
 
+    @_reported
     def finish_run(self, run_id: str, status: str) -> None:
         """Close a run as complete, interrupted or failed, stamping its finish time."""
         if status not in RUN_STATUSES or status == "running":
@@ -304,15 +312,19 @@ class Store(SpeedupStore, CeilingRows):
         """A run id from a full id, a unique prefix or suffix, `latest` or `latest~N` (N runs before it).
 
         `latest` counts runs that stored a result, where any did: a run that measured nothing (every
-        spec skipped) is not the latest answer."""
+        spec skipped) is not the latest answer; and runs of the command line, where there are any: a
+        run made from Python (`accelbench.run`, `bench`: selection "via" python) is reached by its id."""
         ref = str(ref).strip()
         conn = self._connection()
         if ref == "latest" or ref.startswith("latest~"):
             back = self._parse_back(ref)
             measured = conn.execute("SELECT 1 FROM results LIMIT 1").fetchone() is not None
+            command_line = conn.execute(
+                f"SELECT 1 FROM runs WHERE {_FROM_COMMAND_LINE} LIMIT 1").fetchone() is not None
             ids = [r[0] for r in conn.execute(
-                "SELECT id FROM runs WHERE NOT ? OR EXISTS (SELECT 1 FROM results WHERE results.run_id = runs.id) "
-                "ORDER BY started_at DESC, id DESC LIMIT ?", (measured, back + 1))]
+                "SELECT id FROM runs WHERE (NOT ? OR EXISTS (SELECT 1 FROM results WHERE results.run_id = runs.id)) "
+                f"AND (NOT ? OR {_FROM_COMMAND_LINE}) ORDER BY started_at DESC, id DESC LIMIT ?",
+                (measured, command_line, back + 1))]
             if not ids:
                 raise UsageError(f"run {ref!r}: no runs are stored in {self.path} yet")
             if len(ids) <= back:
@@ -339,6 +351,13 @@ class Store(SpeedupStore, CeilingRows):
         if not text.isdigit():
             raise UsageError(f"run {ref!r}: expected latest~N with N a whole number, e.g. latest~1")
         return int(text)
+
+    @_reported
+    def spec_keys(self, run_id: str) -> set[str]:
+        """The keys of the specs the run stored a result of (cheap: no samples are read)."""
+        self._require_run(run_id)
+        return {row[0] for row in self._connection().execute(
+            "SELECT DISTINCT spec_key FROM results WHERE run_id = ?", (run_id,))}
 
     @_reported
     def results(self, run_id: str) -> list[Measurement]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -11,12 +13,20 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
+from accelbench.safe_write import clean_values
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a \\uD800-\\uDFFF escape in JSON text
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     source = Path(path)
     try:
-        return source.read_bytes()
+        with open(source, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # /dev/zero would never end
+                raise UsageError(f"cannot read {source}: it is not a regular file; accepted: a JSON "
+                                 f"file made by `accelbench export`")
+            return handle.read()
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror or exc}; "
                          f"accepted: a readable JSON file made by `accelbench export`") from None
@@ -51,7 +61,9 @@ def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
         except ValueError:  # refused: the standard library parses it again, for the same verdict and message
             pass
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        # a lone surrogate (\\udcff) parses, but SQLite and UTF-8 output cannot take it: escaped
+        return clean_values(doc) if _SURROGATE_ESCAPE.search(raw) else doc
     except UnicodeDecodeError:
         raise UsageError(f"{source}: not UTF-8 text; accepted: a JSON file made by "
                          f"`accelbench export`") from None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -88,22 +87,11 @@ def write_json(path: str | os.PathLike[str], doc: Any) -> None:
     write_text(path, text)
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` atomically: a temporary file in the same folder, fsync, then rename over `path`."""
-    target = Path(path)
-    tmp_name = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        if tmp_name is not None and os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}; "
-                         f"accepted: a file path in an existing, writable folder") from None
+def write_text(path: str | os.PathLike[str], text: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write `text` whole or not at all, never through a link nor onto an input (safe_write.py)."""
+    from accelbench.safe_write import write_text as write_whole
+
+    write_whole(path, text, inputs)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any, Callable, TypeVar, cast
 
 from accelbench.errors import UsageError
+from accelbench.store import recovery
 from accelbench.store.opening import ACCEPTED
 
 
@@ -23,6 +24,7 @@ def reported(method: _Method) -> _Method:
             raise
         except sqlite3.DatabaseError as exc:
             hint = (" (damaged: restore it from a backup or an export file)"
-                    if "malformed" in str(exc) or "not a database" in str(exc) else "")
+                    if "malformed" in str(exc) or "not a database" in str(exc) else
+                    f" (held by {recovery.holders(self.path)})" if recovery.is_locked(exc) else "")
             raise UsageError(f"results database {self.path}: {exc}{hint}; {ACCEPTED}") from exc
     return cast(_Method, wrapper)  # functools.wraps keeps the signature mypy cannot see through

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.errors import UsageError
+from accelbench.store import recovery
 from accelbench.store.paths import ENV_VAR
 from accelbench.store.schema import CURRENT_VERSION, SchemaError, migrate, read_version
 
@@ -62,12 +63,11 @@ def open_database(path: Path, *, create: bool, busy_timeout_s: float,
         backup = _backup_before_upgrade(path, version)
         (notify or print_notice)(f"accelbench: upgrading results database {path} from schema "
                                  f"version {version} to {CURRENT_VERSION}; the old one is kept as {backup}")
-    conn = _connect(path, busy_timeout_s)
+    conn = _connect(path, busy_timeout_s, writable=create or _may_write(path))
     try:
-        start, current = migrate(conn)
-        # only now that the file is known to be ours and current: journal_mode=WAL is persistent
-        mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
-        return Opened(conn, start, current, mode)
+        # a current file is only read here: a reader never takes the write lock (BEGIN IMMEDIATE)
+        start, current = migrate(conn) if version < CURRENT_VERSION else (version, version)
+        return Opened(conn, start, current, _journal_mode(conn, wal=create))
     except SchemaError as exc:
         conn.close()
         raise UsageError(f"cannot use {path} as a results database: {exc}; {ACCEPTED}") from None
@@ -75,6 +75,22 @@ def open_database(path: Path, *, create: bool, busy_timeout_s: float,
         conn.close()
         raise UsageError(f"cannot use {path} as a results database: {exc} "
                          f"(the file was left unchanged); {ACCEPTED}") from None
+
+
+def _journal_mode(conn: sqlite3.Connection, wal: bool) -> str:
+    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    if wal and mode != "wal":  # now that the file is known to be ours and current: WAL is persistent
+        mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+    return mode
+
+
+def _may_write(path: Path) -> bool:
+    """False on read-only media or without permission: such a file is opened read-only."""
+    try:
+        read_only_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        read_only_fs = False
+    return not read_only_fs and os.access(path, os.W_OK)
 
 
 def _identified(path: Path) -> int | None:
@@ -118,11 +134,12 @@ def _backup_before_upgrade(path: Path, version: int) -> Path:
                          f"accepted: a folder with room and write permission for the copy") from None
 
 
-def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+def _connect(path: Path, busy_timeout_s: float, writable: bool = True) -> sqlite3.Connection:
     conn = None
     try:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per write
-        conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+        conn = sqlite3.connect(_read_only_uri(path) if not writable else path, timeout=busy_timeout_s,
+                               isolation_level=None, uri=not writable)
         conn.row_factory = sqlite3.Row
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # not a database? fail here
         conn.execute("PRAGMA foreign_keys = ON")
@@ -165,20 +182,51 @@ def identify(path: Path) -> int | None:
     return version
 
 
-def _read_version_read_only(path: Path, wal: bool) -> int:
-    # mode=ro alone still creates -wal and -shm beside a WAL-mode file; immutable=1 does not, and
-    # is exact while no -wal file exists (every committed page is then in the main file)
+def _read_only_uri(path: Path, wal: bool | None = None) -> str:
+    # mode=ro alone still creates -wal and -shm beside a WAL-mode file (and cannot, on read-only
+    # media); immutable=1 does not, and is exact while no -wal file exists (every committed page
+    # is then in the main file)
+    wal = _wal_header(path) if wal is None else wal
     sidecars = all(Path(f"{path}-{suffix}").exists() for suffix in ("wal", "shm"))
-    query = "mode=ro&immutable=1" if wal and not sidecars else "mode=ro"
+    no_log = not recovery.leftover(path)
+    query = "mode=ro&immutable=1" if wal and not sidecars and no_log else "mode=ro"
+    return f"{path.absolute().as_uri()}?{query}"
+
+
+def _wal_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(20)[18:19] == bytes([_WAL_MODE])
+    except OSError:
+        return False
+
+
+def _read_version_read_only(path: Path, wal: bool) -> int:
+    try:
+        return recovery.waited(path, lambda: _read_version(path, _read_only_uri(path, wal)))
+    except sqlite3.OperationalError as exc:
+        if not recovery.needs_recovery(exc, path):
+            raise SchemaError(f"cannot read it as a database: {exc}") from None
+    # a crash left a journal or log: ours? (immutable=1 reads the main file alone, writes nothing)
+    version = _read_version(path, f"{path.absolute().as_uri()}?mode=ro&immutable=1")
+    recovery.recover(path)
+    return recovery.waited(path, lambda: _read_version(path, _read_only_uri(path, wal))) or version
+
+
+def _read_version(path: Path, uri: str) -> int:
     conn = None
     try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?{query}", uri=True)
+        conn = sqlite3.connect(uri, uri=True, timeout=recovery.POLL_S)
         version = read_version(conn)
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if version and not _V1_TABLES <= tables:  # another program's own schema_version table
             raise SchemaError(f"it is an SQLite database of something else (it has a schema_version "
                               f"table but not accelbench's {', '.join(sorted(_V1_TABLES - tables))})")
         return version
+    except sqlite3.OperationalError as exc:
+        if recovery.is_locked(exc) or recovery.needs_recovery(exc, path):
+            raise  # waited for, or recovered, by the caller
+        raise SchemaError(f"cannot read it as a database: {exc}") from None
     except sqlite3.DatabaseError as exc:
         hint = " (damaged: restore it from a backup or an export file)" if (
             "malformed" in str(exc) or "not a database" in str(exc)) else ""

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from accelbench.results import PairedSamples
+from accelbench.store.failures import reported as _reported
 from accelbench.store.schema import dumps, loads_samples, spec_from_row
 
 
@@ -23,6 +24,7 @@ class SpeedupStore:
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _require_run: Callable[[str], None]
 
+    @_reported  # a full disk mid-pairing: one line naming the file, not a traceback
     def add_speedup(self, run_id: str, paired: PairedSamples) -> int:
         """Store one speed-up's paired rounds (or why it was not paired); returns its row id.
 
@@ -37,6 +39,7 @@ class SpeedupStore:
                  str(paired.note)))
             return int(cursor.lastrowid or 0)
 
+    @_reported
     def speedups(self, run_id: str) -> list[PairedSamples]:
         """The run's paired speed-ups in the order stored (none for runs made before v4 or imported)."""
         self._require_run(run_id)

@@ -46,6 +46,19 @@ def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
     return platform.processor() or "CPU"
 
 
+def _label_nominal_clock(info: DeviceInfo) -> None:
+    """Without cpufreq (a VM) /proc/cpuinfo gives the nominal clock, not the running one: say so,
+    and give the running clock `accelbench info` estimates (a 10 ms multiply chain, once)."""
+    from accelbench.devices.cpu_clock import estimate_running_clock
+
+    info.labels.update({"frequency_mhz": "Nominal clock", "min_core_frequency_mhz": "Min core nominal clock"})
+    estimate = estimate_running_clock()
+    running = (f"the cores ran at about {estimate.ghz * 1000:,.0f} MHz when this started ({estimate.method} "
+               "estimate, as `accelbench info` shows)" if estimate.ghz else
+               f"no running-clock estimate ({estimate.reason})")
+    info.notes.append(f"no cpufreq driver here (usual in a VM): the nominal clock is /proc/cpuinfo's; {running}")
+
+
 class PsutilSource(Source):
     name = "psutil"
     vendor = "CPU"
@@ -77,8 +90,7 @@ class PsutilSource(Source):
             info.missing["temperature_c"] = ("no CPU temperature sensor is exposed (psutil found no coretemp/"
                                              "k10temp sensor; usual in a VM or container)")
         if sys.platform.startswith("linux") and not Path(self._cpufreq_dir).exists():
-            info.notes.append("no cpufreq driver here (usual in a VM): frequency_mhz comes from /proc/cpuinfo "
-                              "and may be the nominal clock, not the one the cores run at")
+            _label_nominal_clock(info)
         self.devices = {"cpu": info}
 
     def _cpu_temperature(self) -> float | None:

@@ -98,6 +98,7 @@ class DeviceInfo:
     missing: dict[str, str] = field(default_factory=dict)   # metric -> why it has no data
     hints: dict[str, str] = field(default_factory=dict)     # metric -> why a short window may lack it
     notes: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)    # metric -> its name where the usual one misleads
     energy_note: str | None = None          # why there is no energy figure, when known up front
     power_sampling_s: float | None = None   # the power sensor's own update period, when known
     power_accuracy: float | None = None     # relative accuracy of the power sensor, when stated

@@ -24,7 +24,8 @@ def merge_infos(infos: Iterable[DeviceInfo]) -> dict[str, DeviceInfo]:
         if info.device_id not in merged:
             merged[info.device_id] = DeviceInfo(info.device_id, info.source, info.name, tuple(info.metrics),
                                                 dict(info.missing), dict(info.hints), list(info.notes),
-                                                info.energy_note, info.power_sampling_s, info.power_accuracy)
+                                                dict(info.labels), info.energy_note, info.power_sampling_s,
+                                                info.power_accuracy)
             continue
         m = merged[info.device_id]
         m.source = f"{m.source}+{info.source}"
@@ -33,6 +34,7 @@ def merge_infos(infos: Iterable[DeviceInfo]) -> dict[str, DeviceInfo]:
         m.missing.update({k: v for k, v in info.missing.items() if k not in m.missing})
         m.hints.update(info.hints)
         m.notes += [n for n in info.notes if n not in m.notes]
+        m.labels.update({k: v for k, v in info.labels.items() if k not in m.labels})
         m.energy_note = m.energy_note or info.energy_note
         m.power_accuracy = m.power_accuracy or info.power_accuracy
     return merged
@@ -99,6 +101,8 @@ def _device(info: DeviceInfo, samples: list[Sample], counters: list[CounterReadi
             missing[metric] = f"no sample inside the {_ms(window_s)} window" + (f" ({hint})" if hint else "")
     result["missing"] = missing
     result["notes"] = list(info.notes)
+    if info.labels:
+        result["labels"] = dict(info.labels)
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from accelbench.terminal import packed, wrapped
 from accelbench.units import format_property, label
 
 # the order metrics are shown in; anything else follows in its own order
@@ -14,8 +15,11 @@ SHOWN = ("utilization_percent", "max_core_utilization_percent", "memory_utilizat
 ACRONYMS = {"gfx": "GFX", "Gfx": "GFX", "dram": "DRAM", "Dram": "DRAM", "rss": "RSS"}
 
 
-def metric_label(metric: str) -> str:
-    """'dram_power_w' -> 'DRAM power' (the unit goes with the value)."""
+def metric_label(metric: str, labels: Mapping[str, str] | None = None) -> str:
+    """'dram_power_w' -> 'DRAM power' (the unit goes with the value); `labels`: a source's own names
+    ('Nominal clock' for a CPU frequency that is only the nominal one)."""
+    if labels and metric in labels:
+        return labels[metric]
     return " ".join(ACRONYMS.get(w, w) for w in label(metric).split(" "))
 
 
@@ -32,40 +36,61 @@ def value_text(metric: str, value: Any) -> str:
     return format_property(metric, value)
 
 
-def frame_line(time_text: str, device_id: str, values: Mapping[str, Any]) -> str:
-    """'12:00:01 cpu  Utilization 12.0 % · Memory used 1.4 GiB · ...' (headless monitor output)."""
-    parts = [f"{metric_label(m)} {value_text(m, values[m])}" for m in ordered(values)
+def frame_line(time_text: str, device_id: str, values: Mapping[str, Any], width: int = 10_000,
+               labels: Mapping[str, str] | None = None) -> str:
+    """'12:00:01 cpu  Utilization 12.0 % · Memory used 1.4 GiB · ...' (headless monitor output), in
+    lines of at most `width` columns, each reading whole."""
+    parts = [f"{metric_label(m, labels)} {value_text(m, values[m])}" for m in ordered(values)
              if not isinstance(values[m], list) or m == "throttle_reasons"]
-    return f"{time_text} {device_id}  " + (" · ".join(parts) if parts else "(no reading yet)")
+    return "\n".join(packed(parts or ["(no reading yet)"], width, f"{time_text} {device_id}  "))
 
 
-def no_data_lines(no_data: Iterable[Mapping[str, Any]]) -> list[str]:
+def no_data_lines(no_data: Iterable[Mapping[str, Any]], width: int = 10_000) -> list[str]:
     lines = []
     for item in no_data:
         devices = f" [{', '.join(item['devices'])}]" if item.get("devices") else ""
-        lines.append(f"    {item['vendor']} ({item['source']}){devices}: {item['status']}: {item['reason']}")
+        lines += wrapped(f"{item['vendor']} ({item['source']}){devices}: {item['status']}: {item['reason']}",
+                         width, "    ", "      ")
     return lines
 
 
-def summary_lines(summary: Mapping[str, Any]) -> list[str]:
+def summary_lines(summary: Mapping[str, Any], width: int = 10_000) -> list[str]:
+    """nvidia-smi's Samples / Max / Min / Avg per metric, in lines of at most `width` columns."""
     polls = max((d["samples"] for d in summary["devices"].values()), default=0)
-    lines = [f"Summary over {summary['window_s']:.2f} s (polled every {summary['interval_s']:g} s; "
-             f"up to {polls} samples per device)"]
+    lines = wrapped(f"Summary over {summary['window_s']:.2f} s (polled every {summary['interval_s']:g} s; "
+                    f"up to {polls} samples per device)", width)
     for device_id, device in summary["devices"].items():
-        lines.append(f"{device_id}" + (f"  {device['name']}" if device.get("name") else "")
-                     + f"  [{device['source']}]")
-        for metric in ordered(device["metrics"]):
-            s = device["metrics"][metric]
-            lines.append(f"    {metric_label(metric):<28}: Samples {s['samples']:<5} Max {value_text(metric, s['max'])}"
-                         f"   Min {value_text(metric, s['min'])}   Avg {value_text(metric, s['mean'])}")
-        lines.append(f"    {'Energy':<28}: {_energy_text(device)}")
-        if "throttle_reasons" in device:
-            lines.append(f"    {'Throttle reasons':<28}: {value_text('throttle_reasons', device['throttle_reasons'])}")
-        lines += [f"    {metric_label(m):<28}: no data: {why}" for m, why in device.get("missing", {}).items()]
-        lines += [f"    note: {n}" for n in device.get("notes", [])]
+        lines += wrapped(f"{device_id}" + (f"  {device['name']}" if device.get("name") else "")
+                         + f"  [{device['source']}]", width)
+        lines += _device_lines(device, width)
     if summary.get("no_data"):
         lines.append("No telemetry here:")
-        lines += no_data_lines(summary["no_data"])
+        lines += no_data_lines(summary["no_data"], width)
+    return lines
+
+
+def _device_lines(device: Mapping[str, Any], width: int) -> list[str]:
+    metrics, labels = ordered(device["metrics"]), device.get("labels")
+    names = [metric_label(m, labels) for m in (*metrics, *device.get("missing", {}))] + ["Throttle reasons"]
+    column = max(len(n) for n in names)  # the labels aligned, no wider than the longest one
+
+    def line(name: str, text: str) -> list[str]:
+        return wrapped(text, width, f"    {name:<{column}}: ", " " * (column + 6))
+
+    lines = []
+    digits = max((len(str(device["metrics"][m]["samples"])) for m in metrics), default=1)
+    for metric in metrics:
+        s = device["metrics"][metric]
+        parts = [f"Samples {s['samples']:<{digits}}", *(f"{key} {value_text(metric, s[field])}" for key, field
+                                                        in (("Max", "max"), ("Min", "min"), ("Avg", "mean")))]
+        lines += packed(parts, width, f"    {metric_label(metric, labels):<{column}}: ", " " * (column + 6), "  ")
+    lines += line("Energy", _energy_text(device))
+    if "throttle_reasons" in device:
+        lines += line("Throttle reasons", value_text("throttle_reasons", device["throttle_reasons"]))
+    for metric, why in device.get("missing", {}).items():
+        lines += line(metric_label(metric, labels), f"no data: {why}")
+    for note in device.get("notes", []):
+        lines += wrapped(note, width, "    note: ", "          ")
     return lines
 
 

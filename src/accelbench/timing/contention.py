@@ -7,7 +7,10 @@ Over each timed window, on the cores this process may use (its affinity mask):
 - idle cores: what was left over, so that a neighbour on a spare core is not counted against us;
 - run-queue wait of our threads (/proc/self/task/*/schedstat): time runnable but not running,
   the direct cost of contention;
-- the 1-minute load average, for the record.
+- the 1-minute load average, for the record;
+- our own cores: CPU time of all our threads / wall time (schedstat, in nanoseconds), so a claim of
+  N threads can be checked, and a wait caused by our own threads filling the cores (a framework's
+  pool still spinning, pools stacked on pools) is not blamed on other programs.
 
 /proc/stat and os.times() count in ticks (10 ms), so a window too short for its figures to be
 good to a tenth of a core says "not measurable" instead of inventing one. Standard library only.
@@ -36,6 +39,11 @@ MAX_UNCERTAINTY_CORES = 0.1  # tick rounding may move the figures by at most a t
 # a window too short for ticks is judged on our threads' wait alone: an idle machine leaves them
 # waiting ~0-2% of the time, another process on their core tens of percent
 SHORT_WINDOW_WAIT_LIMIT = 0.10
+# our own threads filled the cores when they used >= 90% of them and others next to nothing
+# (a tenth of a core is tick rounding): a wait is then our own doing. It is still judged on the
+# wait alone, at the short-window limit, since our threads' own stacking slows the timed one too
+OWN_FULL_SHARE = 0.9
+OTHERS_NEGLIGIBLE_CORES = 0.1
 
 
 @dataclass(frozen=True)
@@ -152,13 +160,26 @@ class Interference:
     run_wait_share: float | None = None
     load_1m: float | None = None
     not_measurable: str = ""        # why the figures are absent ("" when they are there)
+    own_cores: float | None = None  # CPU time of this process's threads / wall time
+    # runnable time (on a CPU or waiting for one) of our threads / wall time: the parallelism they
+    # asked for, which load from other processes does not lower (own_cores it does)
+    own_demand_cores: float | None = None
 
     @property
     def others_share(self) -> float | None:
         return None if self.others_cores is None or not self.cores else self.others_cores / self.cores
 
     @property
+    def own_threads(self) -> bool:
+        """Our own threads filled the cores and others took next to nothing: any wait is ours."""
+        if self.own_cores is None or not self.cores or self.own_cores < OWN_FULL_SHARE * self.cores:
+            return False
+        return (self.others_cores or 0.0) < OTHERS_NEGLIGIBLE_CORES and (self.steal_share or 0.0) < STEAL_LIMIT
+
+    @property
     def disturbed(self) -> bool:
+        if self.own_threads:
+            return (self.run_wait_share or 0.0) >= SHORT_WINDOW_WAIT_LIMIT
         if self.not_measurable:
             return (self.run_wait_share or 0.0) >= SHORT_WINDOW_WAIT_LIMIT
         if (self.steal_share or 0.0) >= STEAL_LIMIT:
@@ -168,6 +189,11 @@ class Interference:
 
     def text(self) -> str:
         """"other processes used 48% of the 2 cores during this measurement (0.96 cores; steal 0%; ...)"."""
+        if self.own_threads and self.disturbed:
+            return (f"our own threads oversubscribed the {self.cores} core{'s' if self.cores != 1 else ''} "
+                    f"({self.own_cores:.1f} cores busy, other processes next to none): they waited for a CPU "
+                    f"{self.run_wait_share:.0%} of the time during this measurement (another framework's thread "
+                    f"pool still spinning, or thread pools stacked on each other)")
         if self.not_measurable and self.disturbed:
             return (f"our threads waited for a CPU {self.run_wait_share:.0%} of the time during this measurement: "
                     f"something else ran on its cores ({self.not_measurable} to say what)")
@@ -188,7 +214,9 @@ class Interference:
         data: dict[str, Any] = {"window_s": self.window_s, "cores": self.cores, "others_cores": self.others_cores,
                 "others_share": self.others_share, "idle_cores": self.idle_cores,
                 "steal_share": self.steal_share, "run_wait_share": self.run_wait_share,
-                "load_1m": self.load_1m, "disturbed": self.disturbed}
+                "load_1m": self.load_1m, "disturbed": self.disturbed, "own_cores": self.own_cores,
+                "own_demand_cores": self.own_demand_cores,
+                "own_threads": self.own_threads}
         if self.not_measurable:
             data["not_measurable"] = self.not_measurable
         return data
@@ -197,8 +225,10 @@ class Interference:
 def between(before: Snapshot, after: Snapshot) -> Interference:
     """The interference over the window between two snapshots."""
     window_s = after.wall_s - before.wall_s
+    own, demand = _own_cores(before, after), _own_demand(before, after)
     if before.ticks is None or after.ticks is None or before.ticks.cores != after.ticks.cores:
-        return Interference(window_s, load_1m=after.load_1m, not_measurable="/proc/stat is not readable here")
+        return Interference(window_s, load_1m=after.load_1m, not_measurable="/proc/stat is not readable here",
+                            own_cores=own, own_demand_cores=demand)
     cores = after.ticks.cores
     uncertainty_cores = (math.sqrt(cores) + 2) * TICK_S / window_s if window_s > 0 else math.inf
     if uncertainty_cores > MAX_UNCERTAINTY_CORES:
@@ -206,14 +236,36 @@ def between(before: Snapshot, after: Snapshot) -> Interference:
         # (schedstat counts nanoseconds): a short window is still judged on that
         return Interference(window_s, cores, run_wait_share=_run_wait_share(before, after), load_1m=after.load_1m,
                             not_measurable=(f"a {window_s * 1e3:.0f} ms window is too short for 10 ms CPU-time "
-                                            f"ticks on {cores} cores"))
+                                            f"ticks on {cores} cores"), own_cores=own, own_demand_cores=demand)
     busy_s = (after.ticks.busy - before.ticks.busy) * TICK_S
     idle_s = (after.ticks.idle - before.ticks.idle) * TICK_S
     steal_s = (after.ticks.steal - before.ticks.steal) * TICK_S
     others_s = max(0.0, busy_s - (after.own_cpu_s - before.own_cpu_s))
     all_s = busy_s + idle_s + steal_s
+    ticked_cores = (after.own_cpu_s - before.own_cpu_s) / window_s  # counts threads that ended in the window
     return Interference(window_s, cores, others_s / window_s, idle_s / window_s,
-                        steal_s / all_s if all_s > 0 else 0.0, _run_wait_share(before, after), after.load_1m)
+                        steal_s / all_s if all_s > 0 else 0.0, _run_wait_share(before, after), after.load_1m,
+                        own_cores=max(own or 0.0, ticked_cores), own_demand_cores=demand)
+
+
+def _own_cores(before: Snapshot, after: Snapshot) -> float | None:
+    """CPU time of our threads over the window / its wall time, from schedstat's nanoseconds (a
+    thread born in the window counts whole); None where /proc/self/task is not readable."""
+    window_s = after.wall_s - before.wall_s
+    if not after.threads_ns or window_s <= 0:
+        return None
+    on_cpu_ns = sum(cpu_ns - before.threads_ns.get(tid, (0, 0))[0] for tid, (cpu_ns, _) in after.threads_ns.items())
+    return on_cpu_ns / 1e9 / window_s
+
+
+def _own_demand(before: Snapshot, after: Snapshot) -> float | None:
+    """Time our threads were runnable (on a CPU or queued for one) over the window / its wall time."""
+    window_s = after.wall_s - before.wall_s
+    if not after.threads_ns or window_s <= 0:
+        return None
+    runnable_ns = sum(cpu_ns + wait_ns - sum(before.threads_ns.get(tid, (0, 0)))
+                      for tid, (cpu_ns, wait_ns) in after.threads_ns.items())
+    return runnable_ns / 1e9 / window_s
 
 
 def _run_wait_share(before: Snapshot, after: Snapshot) -> float | None:
@@ -253,13 +305,15 @@ class watch:
 
 # -- a run's notice -----------------------------------------------------------------------------
 
-def run_notice(measurements: Iterable[Any]) -> str | None:
-    """One line for the top of a run's output when other programs disturbed some of its results."""
+def run_notice(measurements: Iterable[Any], rigor: str | None = None) -> str | None:
+    """One line for the top of a run's output when other programs disturbed some of its results;
+    `rigor`: the run's, so a rigorous run is not told to use `--rigor rigorous`."""
+    longer = "" if rigor == "rigorous" else "use `--rigor rigorous`, "
     shares, steals, waits, total = [], [], [], 0
     for m in measurements:
         total += 1
         compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
-        if compute.get("disturbed"):
+        if compute.get("disturbed") and not compute.get("own_threads"):  # our own threads are not other programs
             shares.append(compute.get("others_share") or 0.0)
             steals.append(compute.get("steal_share") or 0.0)
             waits.append(compute.get("run_wait_share") or 0.0)
@@ -269,14 +323,14 @@ def run_notice(measurements: Iterable[Any]) -> str | None:
     if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
         return (f"busy machine: {len(shares)} of {total} results were measured while our threads waited for a "
                 f"CPU {wait:.0%} of the time on average (noisy); close other programs or run them under "
-                f"`nice -n 19`, use `--rigor rigorous`, or pin with `taskset -c`")
+                f"`nice -n 19`, {longer}or pin with `taskset -c`")
     if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
         return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
                 f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
-                f"use `--rigor rigorous` or run at a quieter time")
+                f"{longer.replace(', ', ' or ')}run at a quieter time")
     return (f"busy machine: {len(shares)} of {total} results were measured while other processes used "
             f"{others:.0%} of the cores on average (noisy); close other programs or run them "
-            f"under `nice -n 19`, use `--rigor rigorous`, or pin with `taskset -c`")
+            f"under `nice -n 19`, {longer}or pin with `taskset -c`")
 
 
 def _usable_cores() -> int:

@@ -12,9 +12,11 @@ read after it would be too short: such a backend must not be timed.
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.units import format_seconds
 
@@ -55,25 +57,26 @@ def probe(launch: Callable[[], Any], synchronize: Callable[[], object], read_bac
             break
         launches = min(MAX_LAUNCHES, launches * 4)
     launches = max(launches, MIN_LAUNCHES)
-    # a stall of the machine only ever lengthens a block: the shortest of a few, interleaved, decide
-    true_s = with_sync_s = float("inf")
+    # a stall lengthens one block, not most: each round's pair, in a random order, is one vote
+    trues, syncs = [], []
     for _ in range(ROUNDS):
-        true_s = min(true_s, max(_read_back_block(launch, synchronize, read_back, clock, launches) - copy_s, 0.0))
-        synchronize()
-        start_s = clock.now()
-        for _ in range(launches):
-            out = launch()
-        synchronize()
-        with_sync_s = min(with_sync_s, clock.now() - start_s)
-        read_back(out)
-    block_s, true_s, with_sync_s = true_s, true_s / launches, with_sync_s / launches
-    if block_s < MIN_WORK_S:
+        pair = [lambda: max(_read_back_block(launch, synchronize, read_back, clock, launches) - copy_s, 0.0),
+                lambda: _synced(launch, synchronize, read_back, clock, launches)[0]]
+        order = (0, 1) if random.random() < 0.5 else (1, 0)
+        found = {i: pair[i]() for i in order}
+        trues.append(found[0])
+        syncs.append(found[1])
+    true_s, with_sync_s = _median(trues) / launches, _median(syncs) / launches
+    if max(trues) < MIN_WORK_S:
         return SyncProbe(True, f"work too short to judge ({format_seconds(true_s)} a launch)", with_sync_s, true_s)
-    if with_sync_s < WAITS_FRACTION * true_s:
-        return SyncProbe(False, f"synchronize() does not wait for the device: work that takes "
-                                f"{format_seconds(true_s)} (its output read back) measured "
-                                f"{format_seconds(with_sync_s)} when followed by synchronize()",
-                         with_sync_s, true_s)
+    short = sum(s < WAITS_FRACTION * t for s, t in zip(syncs, trues))
+    text = (f"work that takes {format_seconds(true_s)} (its output read back) measured "
+            f"{format_seconds(with_sync_s)} when followed by synchronize() (medians of {ROUNDS} interleaved rounds, "
+            f"{short} short)")
+    if short >= CONSISTENT * ROUNDS and with_sync_s < WAITS_FRACTION * true_s:
+        return SyncProbe(False, f"synchronize() does not wait for the device: {text}", with_sync_s, true_s)
+    if short:
+        return SyncProbe(True, f"synchronisation could not be proven on a loaded machine: {text}", with_sync_s, true_s)
     return SyncProbe(True, f"synchronize() waits ({format_seconds(with_sync_s)} with it, "
                            f"{format_seconds(true_s)} with the output read back)", with_sync_s, true_s)
 
@@ -86,3 +89,104 @@ def _read_back_block(launch, synchronize, read_back, clock, launches: int) -> fl
         out = launch()
     read_back(out)
     return clock.now() - start_s
+
+
+# -- proof on the workload's own call (runner/audit.py) ---------------------------------------
+LIE_RATIO = 1.25        # read-back blocks this much slower than synchronised ones: the sync did not wait
+SURE_RATIO = 2.0        # beyond what a read-back's lost pipelining can cost an honest device
+CONSISTENT = 0.8        # ... in at least this share of rounds (a burst of load hits one block, not most)
+MIN_EXTRA_S = 1e-4      # per call: below this (and under SURE_RATIO) a read-back's own round trip may explain it
+PROOF_ROUNDS = 7
+MIN_INVALID_ROUNDS = 10  # a refusal rests on at least this many rounds (under load, 3 of 3 happen by chance)
+MAX_PASSES = 4
+WAITS, NOT_WAITING, UNPROVEN = "waits", "does not wait", "unproven"
+
+
+@dataclass(frozen=True)
+class Proof:
+    status: str           # WAITS, NOT_WAITING or UNPROVEN
+    detail: str
+    ratio: float = 1.0    # median over rounds of read-back time / synchronised time
+    proven_s: float = 0.0  # per call, each output read back
+
+
+def prove(call: Callable[[], Any], synchronize: Callable[[], object], read_back: Callable[[Any], object],
+          clock: Clock, calls: int, rounds: int = PROOF_ROUNDS, coin: Callable[[], float] | None = None) -> Proof:
+    """Rounds of two blocks of `calls` calls, in an order `coin` draws: one ended by synchronize(),
+    one reading each call's output back before the next call (a lazy backend that drops work
+    overwritten, or a sync that does not wait, is fast only in the first). Right after the second,
+    its last, finished output is read `calls` times: the read-backs' own cost, subtracted."""
+    coin = coin or random.SystemRandom().random
+    ratios: list[float] = []
+    proven: list[float] = []
+    extras: list[float] = []
+    for _ in range(MAX_PASSES):  # where the rounds so far do not clear it, more rounds decide with them
+        _rounds(call, synchronize, read_back, clock, calls, rounds, coin, (ratios, proven, extras))
+        found = _decided(sorted(ratios), _median(proven), _median(extras), len(ratios))
+        if found.status == WAITS or (found.status == NOT_WAITING and len(ratios) >= MIN_INVALID_ROUNDS):
+            return found
+        if len(ratios) >= 2 * PROOF_ROUNDS:
+            break
+    if found.status == NOT_WAITING and len(ratios) < MIN_INVALID_ROUNDS:
+        return Proof(UNPROVEN, found.detail.replace("does not wait for all the work", "could not be proven "
+                                                    "(too few rounds to refuse it)"), found.ratio, found.proven_s)
+    return found
+
+
+def _rounds(call, synchronize, read_back, clock, calls: int, rounds: int, coin: Callable[[], float],
+            into: tuple[list[float], list[float], list[float]]) -> None:
+    ratios, proven, extras = into
+    for _ in range(rounds):
+        checkpoint()
+        first, second = (_synced, _read_each) if coin() < 0.5 else (_read_each, _synced)
+        times = {first: first(call, synchronize, read_back, clock, calls),
+                 second: second(call, synchronize, read_back, clock, calls)}
+        synced_s, read_s = times[_synced][0], times[_read_each][0]
+        work_s = max(read_s - times[_read_each][1], 0.0)
+        ratios.append(work_s / max(synced_s, 1e-12))
+        proven.append(work_s / calls)
+        extras.append((work_s - synced_s) / calls)
+
+
+def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int) -> Proof:
+    ratio = _median(ratios)
+    beyond = sum(r > LIE_RATIO for r in ratios)
+    text = (f"each call's output read back: {format_seconds(proven_s)} a call; ended by synchronize(): "
+            f"{ratio:.2f}× faster (median of {rounds} interleaved rounds, {beyond} beyond {LIE_RATIO}×)")
+    if ratio <= LIE_RATIO:
+        return Proof(WAITS, f"synchronize() waits ({text})", ratio, proven_s)
+    sure = ratio > SURE_RATIO or extra_s > MIN_EXTRA_S
+    if beyond >= CONSISTENT * rounds and sure:
+        return Proof(NOT_WAITING, f"synchronize() does not wait for all the work: {text}", ratio, proven_s)
+    return Proof(UNPROVEN, f"synchronisation could not be proven on a loaded machine: {text}", ratio, proven_s)
+
+
+def _synced(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any]:
+    synchronize()
+    start_s = clock.now()
+    out = None
+    for _ in range(calls):
+        out = call()
+    synchronize()
+    return clock.now() - start_s, out
+
+
+def _read_each(call, synchronize, read_back, clock, calls: int) -> tuple[float, float]:
+    """(seconds for the calls, each output read back; seconds for as many read-backs of finished work)."""
+    synchronize()
+    start_s = clock.now()
+    out = None
+    for _ in range(calls):
+        out = call()
+        read_back(out)
+    elapsed_s = clock.now() - start_s
+    start_s = clock.now()
+    for _ in range(calls):
+        read_back(out)
+    return elapsed_s, clock.now() - start_s
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

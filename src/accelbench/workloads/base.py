@@ -45,6 +45,8 @@ class Prepared:
     check_output: Callable[[Any], Check] | None = None
     poison: Callable[[], None] | None = None
     refresh: Callable[[], None] | None = None
+    #: run the timed op once on inputs already seen, untimed (wakes a thread pool before a timed call)
+    wake: Callable[[], None] | None = None
     #: the array whose placement proves where the work ran (default: the output itself)
     placed: Callable[[Any], Any] | None = None
     #: why the outputs cannot be checked (no reference): the result is then "unverified"
@@ -106,6 +108,9 @@ class Workload:
     judged_against: str | None = None
     #: True where its best valid rate on a device is that device's measured ceiling (built-ins only)
     measures_ceiling: bool = False
+    #: what the CPU side of its speed-ups is: "numpy" (the CPU baseline backend), or "framework",
+    #: the candidate's own backend on the CPU, on all cores and on one (deep learning: numpy runs none)
+    cpu_baseline: str = "numpy"
 
     def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[dict]:
         """Parameter dicts to run; `sizes`/`dtypes` override the defaults where given."""

@@ -50,7 +50,7 @@ class Matmul(Workload):
         n, dtype = params["n"], params["dtype"]
         if dtype not in backend.dtypes(device):
             raise Unsupported(f"{backend.name} has no {dtype} on {device}")
-        limit = tolerance(dtype, scale=max(1.0, np.sqrt(n) / 32))
+        limit = tolerance(dtype, terms=n)
 
         def make(index: int) -> Variant:
             host_a, host_b, reference = _reference(n, dtype, seed + index * SEED_STRIDE)
@@ -61,7 +61,7 @@ class Matmul(Workload):
             error = relative_norm_error(backend.to_host(output), variant.reference)
             return make_check(error, limit, backend.location(output), device, f"C = A·B, n={n}")
 
-        rotation = Rotation(make, judge)
+        rotation = Rotation(make, judge, typed=True)
 
         def to_device():
             variant = rotation.upcoming

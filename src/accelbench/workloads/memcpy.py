@@ -70,7 +70,7 @@ class Memcpy(Workload):
             return Check(not problems, 0.0 if identical else float("inf"), 0.0,
                          "; ".join(problems) or "bit-identical round trip", seen)
 
-        rotation = Rotation(make, judge)
+        rotation = Rotation(make, judge, typed=True)
         if to_device:
             def op(v):
                 return backend.from_host(v.hosts[0], device, pinned=pinned)
@@ -105,7 +105,7 @@ def _device_to_device(backend, device: str, count: int, seed: int):
         return Check(not problems, 0.0 if identical else float("inf"), 0.0,
                      "; ".join(problems) or "bit-identical device copy", seen)
 
-    return Rotation(make, judge).prepared(backend, op=lambda v: backend.copy(v.inputs[0], v.out))
+    return Rotation(make, judge, typed=True).prepared(backend, op=lambda v: backend.copy(v.inputs[0], v.out))
 
 
 def _accepts_out(method) -> bool:

@@ -49,7 +49,7 @@ class _ArrayWorkload(Workload):
             error = relative_norm_error(np.atleast_1d(backend.to_host(output)), variant.reference)
             return make_check(error, limit(variant), backend.location(output), device, what)
 
-        rotation = Rotation(make, judge)
+        rotation = Rotation(make, judge, typed=True)
 
         def to_device():
             variant = rotation.upcoming
@@ -87,7 +87,7 @@ class Stream(_ArrayWorkload):
             "triad": (lambda v: backend.triad(v.inputs[0], v.inputs[1], SCALAR, v.out), lambda a, b: a + SCALAR * b),
         }
         op, expected = calls[kernel]
-        limit = tolerance(params["dtype"])
+        limit = tolerance(params["dtype"], terms=1)
         return self._prepared(backend, device, params, seed, op, expected, lambda v: limit, f"stream {kernel}")
 
 
@@ -103,7 +103,8 @@ class Reduce(_ArrayWorkload):
         return Work(flops=float(params["n"]), bytes_moved=float(params["n"] * ITEMSIZE[params["dtype"]]))
 
     def prepare(self, backend, device, params, seed):
-        limit = tolerance(params["dtype"])
+        # against sum(|x|), a sum of random-sign values errs by its depth (log2 n), not its length
+        limit = tolerance(params["dtype"], terms=int(params["n"]).bit_length())
 
         def scaled_limit(variant):
             # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead
@@ -127,6 +128,6 @@ class Elementwise(_ArrayWorkload):
         return Work(flops=2.0 * n, bytes_moved=2.0 * n * ITEMSIZE[params["dtype"]])
 
     def prepare(self, backend, device, params, seed):
-        limit = tolerance(params["dtype"])
+        limit = tolerance(params["dtype"], terms=1)
         return self._prepared(backend, device, params, seed, lambda v: backend.elementwise(v.inputs[0], v.out),
                               lambda a: a * a + a, lambda v: limit, "a·a + a")

@@ -6,22 +6,32 @@ result of the previous call, or skips a call whose inputs look unchanged, gives 
 for one of them; `poison` fills the buffers with NaN so an output that was never written shows;
 `refresh` replaces the next variant with values never seen before, so a cache keyed on the
 inputs misses and the call must do the work (runner/audit.py times that call).
+
+The check never announces itself: buffers are poisoned through their framework
+(backends/raw_access.py), not the backend's fill_nan; besides each variant's last output, a few
+calls since the last poison are kept, drawn by a generator the backend never sees, and any of
+them may be judged. An output must also be of its inputs' dtype, and must not share memory with
+the host arrays it was made from (a "transfer" that moved nothing).
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from accelbench.backends import raw_access
 from accelbench.results import Check
 from accelbench.workloads.base import Prepared
 
 VARIANTS = 2
 SEED_STRIDE = 7919  # variant k draws its inputs from seed + k * SEED_STRIDE
+KEPT = 3            # calls since the last poison kept for the check (reservoir sample)
+_PRIVATE = random.SystemRandom()  # which calls are kept: nothing the backend can seed or observe
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a refreshed variant is another one
 class Variant:
     inputs: list[Any]                 # on the device
     reference: np.ndarray             # float64, what the output must be
@@ -37,13 +47,18 @@ class Rotation:
     """`make(index)` builds variant `index` (0, 1, ... and higher for refreshed ones)."""
 
     def __init__(self, make: Callable[[int], Variant], judge: Callable[[Any, Variant], Check],
-                 count: int = VARIANTS) -> None:
-        self.make, self.judge = make, judge
+                 count: int = VARIANTS, typed: bool = False) -> None:
+        """`typed`: the output must be of its first input's dtype (the core workloads)."""
+        self.make, self.judge, self.typed = make, judge, typed
         self.variants = [self._made(k) for k in range(count)]
         self.turn = -1
         self.made = count
         self.settle: Callable[[Any], None] | None = None
         self.fill: Callable[[Any], bool] | None = None
+        self.backend: Any = None
+        self.kept: list[tuple[Any, Variant]] = []   # (output, its variant), a random few
+        self.since_poison = 0                       # calls since the last poison
+        self.touched: set[int] = set()              # keys of the variants called since then
 
     def _made(self, key: int) -> Variant:
         variant = self.make(key)
@@ -65,22 +80,68 @@ class Rotation:
         self.turn = (self.turn + 1) % len(self.variants)
         variant = self.variants[self.turn]
         variant.last = op(variant)
+        self._keep(variant.last, variant)
         return variant.last
 
+    def wake(self, op: Callable[[Variant], Any]) -> None:
+        """`op` once more on the variant the last call used (inputs already seen), kept nowhere: its
+        thread pool is awake for the timed call that follows, as in a measurement's blocks."""
+        op(self.current)
+
+    def _keep(self, output: Any, variant: Variant) -> None:
+        """Reservoir sampling: each call since the poison is kept with the same chance."""
+        self.since_poison += 1
+        self.touched.add(variant.key)
+        if len(self.kept) < KEPT:
+            self.kept.append((output, variant))
+        elif (slot := _PRIVATE.randrange(self.since_poison)) < KEPT:
+            self.kept[slot] = (output, variant)
+
     def check(self) -> Check:
-        """Every variant's last output against its reference: the worst one decides."""
-        checks = [self.judge(v.last, v) for v in self.variants if v.last is not None]
+        """The last output of every variant called since the poison, and the kept calls: the worst decides."""
+        judged = [(v.last, v) for v in self.variants if v.last is not None and
+                  (not self.touched or v.key in self.touched)]
+        judged += [(out, v) for out, v in self.kept if v in self.variants and out is not None]
+        checks = [self._checked_one(out, v) for out, v in judged]
         if not checks:
             return Check(False, float("inf"), 0.0, "no timed call produced an output")
         failed = [c for c in checks if not c.passed]
         return max(failed or checks, key=lambda c: (c.max_rel_error if c.max_rel_error == c.max_rel_error
                                                      else float("inf")))
 
+    def _checked_one(self, output: Any, variant: Variant) -> Check:
+        check = self.judge(output, variant)
+        problem = (_dtype_problem(output, variant) if self.typed else None) or self._aliasing(output, variant)
+        if problem is None:
+            return check
+        return Check(False, float("inf"), check.tolerance, f"{problem}; {check.detail}", check.device_seen)
+
+    def _aliasing(self, output: Any, variant: Variant) -> str | None:
+        """An output that is its host input's memory: nothing was moved or computed into it."""
+        for host in variant.hosts:
+            if isinstance(output, (np.ndarray, np.generic)):
+                if np.may_share_memory(output, host):
+                    return "the output is the host input's own memory: no data was moved"
+                continue
+            if self.backend is None or not raw_access.known(output) or not host.size:
+                continue
+            saved = host.flat[0]
+            marker = _marker(saved)
+            try:
+                host.flat[0] = marker  # changed on the host alone ...
+                seen = np.asarray(self.backend.to_host(raw_access.first_element(output))).reshape(-1)[:1]
+            finally:
+                host.flat[0] = saved
+            if seen.size and _same(seen[0], marker):  # ... and seen on the device
+                return "the output follows its host input's memory: no data was moved"
+        return None
+
     def poison(self, fill: Callable[[Any], bool]) -> None:
         for variant in self.variants:
             for array in (variant.out, variant.last):
-                if array is not None:
-                    fill(array)
+                if array is not None and not raw_access.poison(array):
+                    fill(array)  # a type accelbench cannot write: only the backend can (its placement is unverified)
+        self.kept, self.since_poison, self.touched = [], 0, set()
 
     def refresh(self) -> None:
         """The variant the next call uses gets inputs never seen before (new arrays, new values)."""
@@ -88,7 +149,8 @@ class Rotation:
         replaced = self.variants[upcoming]
         if replaced.drop:
             replaced.drop()
-        self.variants[upcoming] = self._made(self.made)
+        with one_blas_thread():  # the reference's BLAS must leave no thread spinning beside the fresh call
+            self.variants[upcoming] = self._made(self.made)
         self.made += 1
         variant = self.variants[upcoming]
         if self.fill and variant.out is not None:
@@ -98,10 +160,11 @@ class Rotation:
 
     def prepared(self, backend, **fields: Any) -> "Prepared":
         """The Prepared of a rotating workload: its compute op, check, poison and refresh wired in."""
-        self.settle, self.fill = backend.wait_for, backend.fill_nan
+        self.settle, self.fill, self.backend = backend.wait_for, backend.fill_nan, backend
         op = fields.pop("op")
         return Prepared(compute=lambda: self.call(op), check_output=lambda _: self.check(),
                         poison=lambda: self.poison(backend.fill_nan), refresh=self.refresh,
+                        wake=lambda: self.wake(op),
                         release=self.release, variants=len(self.variants), **fields)
 
     def release(self) -> None:
@@ -109,3 +172,37 @@ class Rotation:
             if variant.drop:
                 variant.drop()
         self.variants.clear()
+        self.kept.clear()
+
+
+def _dtype_problem(output: Any, variant: Variant) -> str | None:
+    """The output's element type, read from the array, must be its inputs' (a float64 sum kept in float32 is not)."""
+    if not variant.inputs:
+        return None
+    made, given = raw_access.dtype_name(output), raw_access.dtype_name(variant.inputs[0])
+    if made is None or given is None or made == given:
+        return None
+    return f"the output is {made} but its inputs are {given}"
+
+
+def _marker(saved: Any) -> Any:
+    """A value unlike `saved` in its own dtype: NaN for a float (0 if it is NaN), the next integer,
+    the other boolean (an int64 index array cannot hold a NaN)."""
+    if isinstance(saved, (np.bool_, bool)):
+        return not saved
+    if isinstance(saved, (np.integer, int)):
+        return saved ^ 1
+    return np.nan if saved == saved else 0.0
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, NaN equal to NaN."""
+    return bool(a == b) or (a != a and b != b)
+
+
+def one_blas_thread():
+    """numpy's BLAS on one thread for a while: its workers, otherwise left spinning ~0.1 s after a
+    product, would share the cores with the timed call that follows."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")

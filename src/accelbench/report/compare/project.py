@@ -26,6 +26,10 @@ TARGET_ALIASES = {
     "uhd630": "intel-uhd-630", "5300m": "radeon-pro-5300m",
 }
 SOURCE_PROVENANCE = ("table", "formula")  # the same kind of figure as the target's datasheet
+# Every target is a GPU: a call is at least one kernel launched and waited for. An assumption, not a
+# measurement: NVIDIA's CUDA C++ Best Practices Guide puts launch overhead at a few µs, and an empty
+# kernel launched and synchronised takes about 5 µs on current discrete GPUs (more through a framework).
+LAUNCH_FLOOR_S = 5e-6
 ASSUMPTIONS = (
     "roofline: on each device, time ≈ max(FLOPs / peak FLOP/s for the dtype, bytes / memory bandwidth)",
     "the workload reaches the same share of that bound on the target as it did here "
@@ -35,9 +39,10 @@ ASSUMPTIONS = (
     "figures (for memory bandwidth also the best STREAM rate of the run, never the result's own) — "
     "each row names its own; every projection is bounded by the target's peak",
     "matrix units where the dtype has them (fp64, fp16, bf16 matmul); fp32 without TF32",
-    "resident compute only: host↔device transfers, kernel-launch latency and the first call "
-    "(compilation) are not projected; problems small enough to live in cache or to be "
-    "latency-bound project too optimistically",
+    "resident compute only: host↔device transfers and the first call (compilation) are not projected; "
+    f"each call is at least one kernel launch and its wait, taken as {LAUNCH_FLOOR_S * 1e6:g} µs on the "
+    "target (CUDA's launch overhead on a discrete GPU is a few µs): a projection below it is raised to "
+    "it and is only a lower bound; problems small enough to live in cache project too optimistically",
     "the target runs the same algorithm with an equally well tuned library",
 )
 
@@ -114,14 +119,23 @@ class Projection:
     target_flops: Ceiling | None
     target_bandwidth: Ceiling | None
     source_bound: str          # "compute" | "memory"
-    target_bound: str
+    target_bound: str          # "compute" | "memory" | "launch" (the floor, not the roofline)
+    roofline_s: float = 0.0    # the roofline projection before the launch floor
 
     @property
     def speedup(self) -> float:
         return self.measured_s / self.projected_s
 
     @property
+    def lower_bound(self) -> bool:
+        """Too small to project: the launch floor, not the roofline, sets the time (at least this)."""
+        return self.target_bound == "launch"
+
+    @property
     def assumption(self) -> str:
+        if self.lower_bound:
+            return (f"too small to project: the roofline gives {self.roofline_s * 1e6:.2g} µs, under one kernel "
+                    f"launch ({LAUNCH_FLOOR_S * 1e6:g} µs assumed): at least that, a lower bound")
         here = self.source_flops if self.source_bound == "compute" else self.source_bandwidth
         there = self.target_flops if self.target_bound == "compute" else self.target_bandwidth
         return (f"{self.efficiency:.0%} of {there.metric if there else '?'} there, as here against "
@@ -134,6 +148,7 @@ class Projection:
         return {"spec": self.spec.to_dict(), "label": spec_label(self.spec), "measured_s": self.measured_s,
                 "projected_s": self.projected_s, "projected_speedup": self.speedup, "efficiency": self.efficiency,
                 "efficiency_capped": self.capped, "assumption": self.assumption, "source_bound": self.source_bound, "target_bound": self.target_bound,
+                "roofline_s": self.roofline_s, "launch_floor_s": LAUNCH_FLOOR_S, "lower_bound": self.lower_bound,
                 "source_flops": ceiling(self.source_flops), "source_bandwidth": ceiling(self.source_bandwidth),
                 "target_flops": ceiling(self.target_flops), "target_bandwidth": ceiling(self.target_bandwidth)}
 
@@ -193,8 +208,10 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     efficiency = source_s / measured_s
     capped = efficiency > 1.0
     efficiency = min(efficiency, 1.0)
-    return Projection(m.spec, measured_s, target_s / efficiency, efficiency, capped, flops_c, bw_c, t_flops, t_bw,
-                      _bound(w.flops, w.bytes_moved, flops_c, bw_c), _bound(w.flops, w.bytes_moved, t_flops, t_bw))
+    roofline_s = target_s / efficiency
+    bound_there = "launch" if roofline_s < LAUNCH_FLOOR_S else _bound(w.flops, w.bytes_moved, t_flops, t_bw)
+    return Projection(m.spec, measured_s, max(roofline_s, LAUNCH_FLOOR_S), efficiency, capped, flops_c, bw_c,
+                      t_flops, t_bw, _bound(w.flops, w.bytes_moved, flops_c, bw_c), bound_there, roofline_s)
 
 
 @dataclass(frozen=True)

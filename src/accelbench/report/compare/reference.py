@@ -40,8 +40,14 @@ class ReferenceRow:
     datasheet_key: str | None = None
 
     def citation(self) -> str:
+        """The tutorial, section and figure as printed, each followed by its English where it has none."""
+        from accelbench.report.compare.glosses import gloss
+
         tutorial = TUTORIALS.get(str(self.source.get("seed", ""))[:3], "a GPU tutorial")  # "004_….txt"
-        return f"{tutorial}, {self.source['section']}: “{self.source['figure']}”"
+        section, figure = self.source["section"], self.source["figure"]
+        section_en, figure_en = gloss(section), gloss(figure)
+        return (f"{tutorial}, {section}" + (f" [in English: {section_en}]" if section_en else "")
+                + f": “{figure}”" + (f" [in English: “{figure_en}”]" if figure_en else ""))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ def _wide_table(c: Comparison, with_notes: bool) -> Table:
     table = _table("", [("spec", "left"), ("median A", "right"), ("median B", "right"),
                         ("B vs A [95% CI]", "right"), ("p", "right"), ("run-to-run noise", "left"), ("verdict", "left"),
                         *note])
+    table.columns[6].min_width = max((len(r.verdict) for r in c.rows), default=7)  # the note column gives way
     for r in c.rows:
         table.add_row(escape(r.label), format_seconds(r.median_a_s), format_seconds(r.median_b_s), _ci_text(r),
                       "—" if r.p_value is None else f"{r.p_value:.2g}", "—" if r.noise is None else r.noise.short(),
@@ -49,9 +50,10 @@ def _wide_table(c: Comparison, with_notes: bool) -> Table:
 
 
 def _narrow_table(c: Comparison) -> Table:
-    """Two lines a spec (where it ran over what; A over B; ratio over interval); notes go below."""
+    """Two lines a spec (where it ran over what; A over B; ratio over interval; verdict over p and
+    the noise band); notes go below. The verdict has a column of its own width: never cut."""
     table = _table("", [("where\nspec", "left"), ("median A\nmedian B", "right"), ("B vs A\n[95% CI]", "right"),
-                        ("p\nnoise band", "right"), ("verdict", "left")])
+                        ("verdict\np · noise band", "left")])
     table.columns[0].min_width = max((len(where(r.spec)) for r in c.rows), default=5)
     table.columns[-1].min_width = max((len(r.verdict) for r in c.rows), default=7)  # "inconclusive" whole
     for r in c.rows:
@@ -59,9 +61,10 @@ def _narrow_table(c: Comparison) -> Table:
         ratio = point if not bracket else f"{point}\n{escape('[' + bracket)}"
         noise = "—" if r.noise is None else r.noise.short()
         what = " ".join(p for p in (r.spec.workload, params_text(r.spec)) if p)
+        p_value = "p —" if r.p_value is None else f"p {r.p_value:.2g}"
         table.add_row(f"{escape(where(r.spec))}\n[dim]{escape(what)}[/]",
                       f"{format_seconds(r.median_a_s)}\n{format_seconds(r.median_b_s)}", ratio,
-                      ("—" if r.p_value is None else f"{r.p_value:.2g}") + "\n" + noise, _styled(r.verdict))
+                      f"{_styled(r.verdict)}\n[dim]{p_value} · {escape(noise)}[/]")
     return table
 
 

@@ -91,6 +91,7 @@ def _gray(images):
 
 
 class Augment(Workload):
+    cpu_baseline = "framework"  # against the same framework on the CPU
     name = "augment"
     description = ("random flip, crop, rotation and colour jitter of a uint8 batch: on the device vs on the CPU "
                    "then copied")

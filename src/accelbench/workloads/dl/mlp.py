@@ -26,6 +26,7 @@ FULL_CAP_S = 600.0
 
 class DigitsClassifier(Workload):
     """A model trained on the shipped MNIST digits; subclasses give the model and optimiser."""
+    cpu_baseline = "framework"  # against the same framework on the CPU
 
     model_name = ""
     size_param, size_unit = "batch", "samples per batch"

@@ -6,14 +6,15 @@ ArrayNamespace (backends/arrays.py), so this module knows no framework by name.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from accelbench.backends.arrays import ACCELERATOR_CHUNK_ELEMENTS, CPU_CHUNK_ELEMENTS, ArrayNamespace
 from accelbench.errors import Unsupported
 
-__all__ = ["ACCELERATOR_CHUNK_ELEMENTS", "ArrayOps", "HostOps", "array_ops", "chunk_counts", "require_dtype"]
+__all__ = ["ACCELERATOR_CHUNK_ELEMENTS", "ArrayOps", "HostOps", "array_ops", "chunk_counts", "map_chunks", "map_draws",
+           "require_dtype"]
 
 #: what the workloads annotate their `ops` with: one backend's namespace on one device
 ArrayOps = ArrayNamespace
@@ -31,6 +32,24 @@ def chunk_counts(total: int, chunk: int) -> Iterator[tuple[int, int]]:
     """(start, count) pieces that cover range(total), each at most `chunk` long."""
     for start in range(0, total, chunk):
         yield start, min(chunk, total - start)
+
+
+def map_chunks(ops: Any, function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """[function(item) for item in items], on the namespace's CPU threads where it has them (numpy:
+    its calls release the GIL, so chunks run on all cores), else one after another."""
+    run = getattr(ops, "parallel_map", None)
+    return run(function, items) if run is not None else [function(item) for item in items]
+
+
+def map_draws(ops: Any, rng: Any, function: Callable[[Any, Any], Any], items: Sequence[Any]) -> list[Any]:
+    """[function(item, stream)]: each item draws from a stream of its own where the generator splits
+    (numpy: so chunks run in parallel and the draws do not depend on the thread count), else every
+    item from `rng`, in order (one stream cannot be shared between threads)."""
+    spawn = getattr(rng, "spawn", None)
+    if spawn is None:
+        return [function(item, rng) for item in items]
+    streams = spawn(len(items))
+    return map_chunks(ops, lambda index: function(items[index], streams[index]), range(len(items)))
 
 
 def require_dtype(backend: Any, device: str, dtype: str) -> None:

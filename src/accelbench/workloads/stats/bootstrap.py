@@ -23,7 +23,7 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
-from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, ArrayOps, HostOps
+from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, ArrayOps, HostOps, map_chunks
 from accelbench.workloads.rotation import SEED_STRIDE, Variant
 from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions, relative_error
@@ -63,12 +63,13 @@ def bootstrap_replicates(ops, stat: str, x, y, indices):
 
     `ops` is an ArrayOps, or HOST_OPS for the float64 reference on the host."""
     rows = max(1, ops.chunk_elements // indices.shape[1])
-    parts = []
-    for start in range(0, indices.shape[0], rows):
+
+    def one(start):  # chunks of rows are independent: on all cores where the namespace has them
         chunk = indices[start:start + rows]
         xs = ops.take(x, chunk) if stat == "ols" else None
-        parts.append(replicate_statistic(ops, stat, xs, ops.take(y, chunk)))
-    return ops.concat(parts)
+        return replicate_statistic(ops, stat, xs, ops.take(y, chunk))
+
+    return ops.concat(map_chunks(ops, one, range(0, indices.shape[0], rows)))
 
 
 def analytic_standard_errors(x: np.ndarray, y: np.ndarray) -> dict:

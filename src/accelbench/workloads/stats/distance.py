@@ -21,6 +21,7 @@ import numpy as np
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE, Variant
+from accelbench.workloads.stats.arrays import map_chunks
 from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions
 from accelbench.workloads.verify import TOLERANCE
@@ -44,13 +45,15 @@ def kernel_means(ops, points, bandwidth2: float):
     """s_i for every row of `points` (n, d), by blocks of rows, with the matmul trick."""
     n = points.shape[0]
     squares = (points * points).sum(axis=1)
-    rows, scale, parts = max(1, BLOCK_VALUES // n), -0.5 / bandwidth2, []
-    for start in range(0, n, rows):
+    rows, scale = max(1, BLOCK_VALUES // n), -0.5 / bandwidth2
+
+    def one(start):  # blocks of rows are independent: on all cores where the namespace has them
         block = points[start:start + rows]
         cross = ops.xp.matmul(block, points.T)
         distances2 = squares[start:start + rows][:, None] + squares[None, :] - 2.0 * cross
-        parts.append(ops.xp.exp(distances2 * scale).mean(axis=1))
-    return ops.concat(parts)
+        return ops.xp.exp(distances2 * scale).mean(axis=1)
+
+    return ops.concat(map_chunks(ops, one, range(0, n, rows)))
 
 
 @lru_cache(maxsize=4)

@@ -21,7 +21,7 @@ import numpy as np
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import Variant
-from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts
+from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts, map_chunks
 from accelbench.workloads.stats.base import QUICK_DTYPES, JudgedRotation, StatsWorkload, base_metrics
 from accelbench.workloads.stats.checking import Conditions, relative_error
 
@@ -87,9 +87,10 @@ def weighted_sum(ops, chunk_sum, offsets, rule: str, intervals: int, dtype: str,
     """h-scaled quadrature sum over the grid, in `dtype`, on the device (one 0-d array).
 
     `offsets` is 0..chunk-1 on the device (made once): each chunk adds its first index to it."""
-    h, parts = (upper - LOWER) / intervals, []
-    for start, count in chunk_counts(intervals + 1, offsets.shape[0]):
-        parts.append(chunk_sum(start, offsets if count == offsets.shape[0] else offsets[:count], h))
+    h = (upper - LOWER) / intervals
+    parts = map_chunks(ops, lambda piece: chunk_sum(piece[0], offsets if piece[1] == offsets.shape[0]
+                                                    else offsets[:piece[1]], h),
+                       list(chunk_counts(intervals + 1, offsets.shape[0])))
     total = ops.stack(parts).sum() if len(parts) > 1 else parts[0]
     ends = density(ops.xp, ops.arange(0, 2, dtype) * (upper - LOWER) + LOWER).sum()
     if rule == "trapezoid":

@@ -15,7 +15,10 @@ free of launch costs, but using one lane of thousands on a GPU (one core under P
 speed-up over numpy is that of compiled code over an interpreted loop, not of parallel hardware.
 
 Both report chain-steps per second, so the cost of a step of one chain and of a chain-step among
-many can be set side by side. The check compares the moments of the kept draws (after a quarter
+many can be set side by side. numpy runs both on one core whatever its thread count: one chain is
+sequential by nature, and many chains' ~20 small array ops per step are bound by the interpreter
+(held under the GIL), so splitting the chains over threads was measured no faster; a CPU result
+with 2 threads says so (runner/execute.py: the cores it used). The check compares the moments of the kept draws (after a quarter
 discarded as burn-in) with the target's — means 0, variances 1, covariance 0.5 — in standard errors
 that account for autocorrelation: the spread of independent units, which are the chains for
 `chains` and 20 consecutive batches of the one chain for `sequential` (batch means; 5 SE, as a t

@@ -18,7 +18,7 @@ import numpy as np
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
-from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts
+from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts, map_draws
 from accelbench.workloads.stats.base import QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, relative_error
 from accelbench.workloads.stats.rng import device_random, generator_name
@@ -145,15 +145,15 @@ def chunk_sums(ops):
 
 def payoff_sums(ops, chunk, rng, n: int, dtype: str, also_float64: bool = False):
     """[Σ payoff, Σ payoff²] in `dtype`, left on the device; with also_float64, a pair of such arrays,
-    the second from the same draws widened to float64 (the cost of precision alone)."""
-    narrow, wide = [], []
-    for _, count in chunk_counts(n, ops.chunk_elements):
-        z = rng.normal((count,), dtype)
-        narrow.append(chunk(z))
-        if also_float64:
-            wide.append(chunk(ops.astype(z, "float64")))
-    total = _add_up(ops, narrow)
-    return (total, _add_up(ops, wide)) if also_float64 else total
+    the second from the same draws widened to float64 (the cost of precision alone). Each chunk draws
+    from a stream of its own where the generator splits (numpy: chunks on all cores)."""
+    def one(count, stream):
+        z = stream.normal((count,), dtype)
+        return chunk(z), chunk(ops.astype(z, "float64")) if also_float64 else None
+
+    pairs = map_draws(ops, rng, one, [count for _, count in chunk_counts(n, ops.chunk_elements)])
+    total = _add_up(ops, [narrow for narrow, _ in pairs])
+    return (total, _add_up(ops, [wide for _, wide in pairs])) if also_float64 else total
 
 
 def _add_up(ops, chunks):

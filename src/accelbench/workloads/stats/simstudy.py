@@ -19,7 +19,7 @@ from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
-from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS
+from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, map_draws
 from accelbench.workloads.stats.base import QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, binomial_standard_error
 from accelbench.workloads.stats.rng import device_random, generator_name
@@ -80,16 +80,19 @@ def rejections(ops, functions, rng, replicates: int, dtype: str, also_float64: b
     """Rejection counts per cell, then the decisions changed vs float64 on the same draws (or 0s)."""
     count, flips = functions
     rows = max(1, ops.chunk_elements // (2 * GROUP_SIZE))
+    sizes = [min(rows, replicates - start) for start in range(0, replicates, rows)]
+
+    def one(task, stream):  # a chunk of one cell, from its own stream where the generator splits
+        effect, size = task
+        draws = stream.normal((2, size, GROUP_SIZE), dtype)
+        return count(draws, effect), flips(draws, effect) if also_float64 else None
+
+    done = map_draws(ops, rng, one, [(effect, size) for effect in EFFECT_SIZES for size in sizes])
     counts, changed = [], []
-    for effect in EFFECT_SIZES:
-        cell, flipped = [], []
-        for start in range(0, replicates, rows):
-            draws = rng.normal((2, min(rows, replicates - start), GROUP_SIZE), dtype)
-            cell.append(count(draws, effect))
-            if also_float64:
-                flipped.append(flips(draws, effect))
-        counts.append(ops.stack(cell).sum())
-        changed.append(ops.stack(flipped).sum() if also_float64 else counts[-1] * 0)
+    for first in range(0, len(done), len(sizes)):
+        cell = done[first:first + len(sizes)]
+        counts.append(ops.stack([rejected for rejected, _ in cell]).sum())
+        changed.append(ops.stack([flipped for _, flipped in cell]).sum() if also_float64 else counts[-1] * 0)
     return ops.stack(counts + changed)
 
 

@@ -1,0 +1,51 @@
+"""What the CPU side of the answer is, and what it reached: "a GPU 40× faster" means little without
+"the CPU reached 85% of what it can". One sentence for the headline, from the baseline rows."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from accelbench.report.analysis import Row
+from accelbench.results import cores_used
+from accelbench.units import format_si
+
+COMPUTE = "matmul"
+MEMORY = "stream"
+
+
+def _best(rows: list[Row], workload: str) -> Row | None:
+    found = [r for r in rows if r.spec.workload == workload and r.rate and r.measurement.valid]
+    return max(found, key=lambda r: r.rate or 0.0) if found else None
+
+
+def _share(row: Row) -> str:
+    """'98% of its best measured rate, 120% of its formula peak' (what is known)."""
+    parts = []
+    if row.of_measured is not None:
+        parts.append(f"{row.of_measured:.0%} of the best this CPU was measured at")
+    if row.of_datasheet is not None:
+        parts.append(f"{row.of_datasheet:.0%} of its {row.datasheet_provenance or 'datasheet'} peak")
+    return ", ".join(parts)
+
+
+def _how(row: Row) -> str:
+    m = row.measurement
+    threads = m.threads or 0
+    named = m.extra.get("implementation") or f"{m.spec.backend}, {threads or '?'} thread{'' if threads == 1 else 's'}"
+    used = cores_used(m)
+    return f"{named}; CPU time / wall time {used:.2f}" if used is not None else str(named)
+
+
+def cpu_sentence(rows: Iterable[Row]) -> str | None:
+    """'The CPU side (all cores): matmul float32 n=1,000 on numpy, 2 threads: 202 GFLOP/s, 100% of …;
+    stream triad on numpy, 2 threads, blocked; CPU time / wall time 1.97: 38.5 GB/s, …'."""
+    baseline = [r for r in rows if r.baseline_role == "cpu_all_cores"]
+    parts = []
+    for workload in (COMPUTE, MEMORY):
+        row = _best(baseline, workload)
+        if row is None:
+            continue
+        what = " ".join(str(p) for p in (workload, row.spec.param("kernel"), row.spec.param("dtype")) if p)
+        share = _share(row)
+        parts.append(f"{what} on {_how(row)}: {format_si(row.rate or 0.0, row.rate_unit)}"
+                     + (f", {share}" if share else ""))
+    return "The CPU side (all cores): " + "; ".join(parts) + "." if parts else None

@@ -1,0 +1,142 @@
+"""Truth by construction: checks the backend cannot see coming, tolerances from the dtype's own
+arithmetic, synchronisation proven on the timed call, rate bounds at the right memory level."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fakes import FakeBackend, FakeClock
+
+from accelbench.backends import raw_access
+from accelbench.devices.model import Device, PeakFigure
+from accelbench.runner import memory_levels
+from accelbench.runner.plausibility import bytes_bound, flops_bound
+from accelbench.timing.sync_probe import NOT_WAITING, UNPROVEN, WAITS, _decided, prove
+from accelbench.workloads.rotation import Rotation, Variant
+from accelbench.workloads.verify import relative_norm_error, round_to_bfloat16, tolerance
+
+
+def _product_errors(n: int) -> tuple[float, float, float]:
+    rng = np.random.default_rng(n)
+    a, b = (rng.uniform(-1, 1, (n, n)).astype(np.float16).astype(np.float64) for _ in range(2))
+    exact = a @ b
+    honest = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    through_bf16 = (round_to_bfloat16(a.astype(np.float32)) @ round_to_bfloat16(b.astype(np.float32)))
+    return relative_norm_error(honest, exact), relative_norm_error(through_bf16.astype(np.float16), exact), \
+        tolerance("float16", terms=n)
+
+
+@pytest.mark.parametrize("n", [64, 512])
+def test_float16_through_bfloat16_fails_and_honest_float16_passes(n):
+    honest, cheat, limit = _product_errors(n)
+    assert honest < limit / 3 < limit < cheat
+
+
+def test_a_float64_sum_kept_in_float32_fails_at_large_n():
+    x = np.random.default_rng(3).uniform(-1, 1, 1 << 22)
+    exact = float(np.sum(x))
+    conditioning = float(np.abs(x).sum()) / abs(exact)
+    limit = tolerance("float64", terms=x.size) * conditioning
+    assert abs(float(np.sum(x.astype(np.float32), dtype=np.float32)) - exact) / abs(exact) > limit
+    assert abs(float(np.sum(x)) - exact) / abs(exact) <= limit
+
+
+def _rotation(make_output, fill_calls: list) -> Rotation:
+    def make(index):
+        host = np.random.default_rng(index).uniform(-1, 1, 64)
+        return Variant([host.copy()], host * 2, out=np.empty(64), hosts=[host])
+
+    def judge(output, variant):
+        from accelbench.workloads.verify import make_check
+        return make_check(relative_norm_error(np.asarray(output), variant.reference), 1e-12, "cpu", "cpu")
+
+    rotation = Rotation(make, judge, typed=True)
+
+    class Spy(FakeBackend):
+        def fill_nan(self, array):
+            fill_calls.append(array)
+            return super().fill_nan(array)
+
+    prepared = rotation.prepared(Spy(device="cpu"), op=make_output)
+    prepared.rotation = rotation
+    return prepared
+
+
+def test_poison_goes_around_the_backend_and_a_partial_rewrite_shows():
+    filled: list = []
+    calls = {"n": 0}
+
+    def partial(v):  # rewrites a third of its output per call: after a poison, one call leaves NaN
+        calls["n"] += 1
+        third = slice(22 * (calls["n"] % 3), 22 * (calls["n"] % 3 + 1))
+        v.out[third] = v.inputs[0][third] * 2
+        return v.out
+
+    prepared = _rotation(partial, filled)
+    for _ in range(12):
+        prepared.compute()
+    assert prepared.check_output(None).passed  # every half written by now: the old, last-output check passes
+    prepared.poison()
+    prepared.compute()
+    assert not prepared.check_output(None).passed and filled == []  # the backend's fill_nan never ran
+
+
+def test_an_output_of_another_dtype_and_an_output_that_is_its_host_input_fail():
+    prepared = _rotation(lambda v: (v.inputs[0] * 2).astype(np.float32), [])
+    prepared.compute()
+    assert "float32 but its inputs are float64" in prepared.check_output(None).detail
+    prepared = _rotation(lambda v: v.hosts[0], [])
+    prepared.compute()
+    assert "no data was moved" in prepared.check_output(None).detail
+
+
+def test_raw_access_knows_numpy_and_not_a_plugin_type():
+    array = np.zeros(4)
+    assert raw_access.poison(array) and np.isnan(array).all()
+    assert not raw_access.known(object()) and raw_access.dtype_name(object()) is None
+    assert raw_access.first_element(np.ones((3, 3))).shape == (1,)
+
+
+class _Lazy(FakeBackend):
+    """A queue on a virtual device whose synchronize() waits for nothing after the first few."""
+
+    def synchronize(self, device=None):
+        self.syncs += 1
+
+
+@pytest.mark.parametrize("backend_class, status", [(FakeBackend, WAITS), (_Lazy, NOT_WAITING)])
+def test_synchronisation_is_proven_on_the_call_itself(backend_class, status):
+    clock = FakeClock()
+    backend = backend_class(clock, kernel_s=2e-3, asynchronous=True, device="cpu")
+    a = np.ones((8, 8))
+    proof = prove(lambda: backend.matmul(a, a), lambda: backend.synchronize(), backend.to_host, clock, 5)
+    assert proof.status == status, proof.detail
+
+
+def test_a_loaded_machine_gives_unproven_not_a_refusal():
+    # three rounds of seven disturbed (read-backs slowed by load), four clean: not consistent
+    ratios = sorted([1.0, 1.05, 0.98, 1.02, 3.0, 2.8, 2.5])
+    assert _decided(ratios, 1e-3, 1e-3, 7).status == WAITS
+    assert _decided(sorted([1.0, 1.1, 3.0, 2.8, 2.5, 3.1, 1.0]), 1e-3, 1e-3, 7).status == UNPROVEN
+    assert _decided([3.0] * 7, 1e-3, 1e-3, 7).status == NOT_WAITING
+
+
+CPU = Device("cpu", "cpu", "test", "test CPU", "test",
+             properties={"physical_cores": 2, "running_clock_mhz": 3000, "l2_cache_bytes": 1 << 20,
+                         "l2_cache_instances": 2, "l3_cache_bytes": 32 << 20, "l3_cache_instances": 1},
+             peaks=(PeakFigure("fp64", 50e9, "formula", ""), PeakFigure("fp32", 100e9, "formula", ""),
+                    PeakFigure("memory_bandwidth", 50e9, "table", "2 channels DDR5")))
+
+
+def test_memory_rates_are_bounded_by_the_level_their_working_set_lives_in():
+    small, middle, large = (bytes_bound(CPU, ws) for ws in (1 << 20, 16 << 20, 1 << 30))
+    assert small is not None and middle is not None and large is not None
+    assert small.value > middle.value > large.value
+    assert "L1" in small.basis and "last-level" in middle.basis and "main memory" in large.basis
+    assert large.value == pytest.approx(50e9 * memory_levels.MARGIN)
+
+
+def test_compute_rates_are_bounded_by_their_own_precision():
+    f64, f32 = flops_bound(CPU, "float64"), flops_bound(CPU, "float32")
+    assert f64 is not None and f32 is not None and f64.peak < f32.peak and "fp64" in f64.basis
+    half = flops_bound(CPU, "float16")
+    assert half is not None and "no float16 peak" in half.basis
