@@ -177,14 +177,24 @@ class Interference:
         return (self.others_cores or 0.0) < OTHERS_NEGLIGIBLE_CORES and (self.steal_share or 0.0) < STEAL_LIMIT
 
     @property
+    def foreign_wait_share(self) -> float | None:
+        """Our threads' wait for a CPU beyond what they explain themselves: with D runnable threads on
+        C cores (D > C: a backend's own workers beside its calling thread, PoCL's for one) they wait
+        (D - C) / D of the time with no other program at all."""
+        if self.run_wait_share is None:
+            return None
+        demand, cores = self.own_demand_cores or 0.0, self.cores
+        own_share = max(0.0, demand - cores) / demand if demand > 0 and cores else 0.0
+        return max(0.0, self.run_wait_share - own_share)
+
+    @property
     def disturbed(self) -> bool:
-        if self.own_threads:
-            return (self.run_wait_share or 0.0) >= SHORT_WINDOW_WAIT_LIMIT
-        if self.not_measurable:
-            return (self.run_wait_share or 0.0) >= SHORT_WINDOW_WAIT_LIMIT
+        wait = self.foreign_wait_share or 0.0
+        if self.own_threads or self.not_measurable:
+            return wait >= SHORT_WINDOW_WAIT_LIMIT
         if (self.steal_share or 0.0) >= STEAL_LIMIT:
             return True
-        crowded = (self.idle_cores or 0.0) < IDLE_CORES_SPARE or (self.run_wait_share or 0.0) >= RUN_WAIT_LIMIT
+        crowded = (self.idle_cores or 0.0) < IDLE_CORES_SPARE or wait >= RUN_WAIT_LIMIT
         return (self.others_cores or 0.0) >= OTHERS_CORES_LIMIT and crowded
 
     def text(self) -> str:
@@ -215,7 +225,7 @@ class Interference:
                 "others_share": self.others_share, "idle_cores": self.idle_cores,
                 "steal_share": self.steal_share, "run_wait_share": self.run_wait_share,
                 "load_1m": self.load_1m, "disturbed": self.disturbed, "own_cores": self.own_cores,
-                "own_demand_cores": self.own_demand_cores,
+                "own_demand_cores": self.own_demand_cores, "foreign_wait_share": self.foreign_wait_share,
                 "own_threads": self.own_threads}
         if self.not_measurable:
             data["not_measurable"] = self.not_measurable
