@@ -1,7 +1,7 @@
 """Every terminal table fits 80 columns (`COLUMNS=80 accelbench …` piped, as a user's narrow terminal
 or a CI log set to 80), words and labels whole, and a wide terminal still gets the full one-line rows.
 
-The runs are real and quick (matmul n=64 on the CPU through numpy and torch, and through pyopencl on
+The runs are real and quick (matmul n=256 on the CPU through numpy and torch, and through pyopencl on
 PoCL where it works here); the other commands read them back from the same temporary database.
 """
 from __future__ import annotations
@@ -50,7 +50,9 @@ def runs(tmp_path_factory):
     """Three real runs in one database; the run output of each as printed at its width."""
     folder = tmp_path_factory.mktemp("fits")
     db = str(folder / "results.sqlite")
-    quick = ["run", "matmul", "--sizes", "64", "--dtype", "float32", "--rigor", "quick", "--db", db,
+    # n=256: OpenBLAS runs a smaller product on one thread, and a "2-thread" baseline that ran one
+    # at a time is no all-cores figure (no speed-up columns to lay out)
+    quick = ["run", "matmul", "--sizes", "256", "--dtype", "float32", "--rigor", "quick", "--db", db,
              "--no-progress", "--no-telemetry"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CONFIG_HOME", str(folder / "config"))  # no settings file picks the devices
@@ -67,7 +69,7 @@ def runs(tmp_path_factory):
 def _assert_run_tables_readable(text: str) -> None:
     assert too_wide(text) == [], "\n".join(too_wide(text))
     assert "numpy@cpu (1 thread)" in text and "numpy@cpu (2 threads)" in text  # labels whole
-    assert "dtype=float32 n=64" in text                                        # parameters whole
+    assert "dtype=float32 n=256" in text                                        # parameters whole
     assert MEDIAN_WITH_UNIT.search(text) and re.search(r"± \d+(\.\d+)?%", text)  # median with its spread
     assert "GFLOP/s" in text and "baseline" in text
     assert "Verdicts:" in text and any(re.search(rf"\b{word}\b", text) for word in VERDICT_WORDS)
@@ -94,7 +96,7 @@ def test_run_with_opencl_at_80_columns(runs):
 def test_run_with_opencl_at_200_columns_keeps_one_line_per_result(runs):
     text = runs["printed"]["opencl200"]
     assert too_wide(text, 200) == []
-    rows = [line for line in text.splitlines() if "pyopencl@opencl:0:0" in line and "dtype=float32 n=64" in line]
+    rows = [line for line in text.splitlines() if "pyopencl@opencl:0:0" in line and "dtype=float32 n=256" in line]
     assert rows and MEDIAN_WITH_UNIT.search(rows[0]) and "GFLOP/s" in rows[0], text
     assert len(re.findall(r"\d×", rows[0])) == 3  # all cores, one core, end-to-end: each with its interval
     assert len(re.findall(r"\[[\d.]+–[\d.∞]+\]", rows[0])) == 3
@@ -103,7 +105,7 @@ def test_run_with_opencl_at_200_columns_keeps_one_line_per_result(runs):
 def test_run_wide_keeps_one_line_per_result(runs):
     text = runs["printed"]["numpy200"]
     assert too_wide(text, 200) == []
-    rows = [line for line in text.splitlines() if "numpy@cpu (1 thread)" in line and "dtype=float32 n=64" in line]
+    rows = [line for line in text.splitlines() if "numpy@cpu (1 thread)" in line and "dtype=float32 n=256" in line]
     assert rows, text  # where, parameters, median, rate and speed-up on one line
     row = rows[0]
     assert MEDIAN_WITH_UNIT.search(row) and "GFLOP/s" in row and "baseline" in row
@@ -129,7 +131,7 @@ def test_compare_at_80_columns(runs):
     assert "numpy@cpu (1 thread)" in text and MEDIAN_WITH_UNIT.search(text)
     assert re.search(r"\b(same|slower|faster|inconclusive|excluded)\b", text) and "Summary:" in text
     code, wide = cli(["compare", "latest~1", "latest", "--db", runs["db"]], 200)
-    assert any("matmul numpy@cpu (1 thread) dtype=float32 n=64" in line and "×" in line for line in wide.splitlines())
+    assert any("matmul numpy@cpu (1 thread) dtype=float32 n=256" in line and "×" in line for line in wide.splitlines())
 
 
 @pytest.mark.parametrize("argv", [["list"], ["ceilings"], ["info"]])

@@ -135,7 +135,8 @@ def test_rounds_run_in_a_balanced_order():
     seen = []
     sides = [pairing.TimedSide(lambda name=name: seen.append(name), lambda: None, calls=1) for name in "AB"]
     pairing.run_rounds(sides, 4)
-    assert "".join(seen) == "ABBAABBA"
+    # each block: one untimed call that wakes its side's pool, then the timed call
+    assert "".join(seen) == "AABBBBAAAABBBBAA"
 
 
 def _m(backend: str, device: str, seconds: float, threads=None, **params) -> Measurement:

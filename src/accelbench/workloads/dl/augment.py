@@ -18,6 +18,8 @@ Written in plain torch ops: flip, crop (scale and shift) and rotation are one af
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import math
 from typing import Any
 
@@ -37,6 +39,7 @@ MIN_CROP_FRACTION = 0.6          # a crop keeps 60-100% of the side, then is res
 JITTER = 0.4                     # brightness, contrast, saturation factors in [0.6, 1.4]
 REFERENCE_TOLERANCE = 1e-4       # float32 vs float64 of the same ops: grid coordinates ~1e-5 px apart
 MIRROR_TOLERANCE = 1e-4          # float32 grid coordinates land ~1e-5 px off the centres: ~5e-6 here
+DRAWN_KEPT = 64  # outputs whose parameters are kept: more than the audit holds at once
 LUMA = (0.299, 0.587, 0.114)     # ITU-R 601 weights for grayscale
 MIN_BATCHES = 10                 # a median of batches, even where one batch outlasts the budget
 
@@ -130,7 +133,9 @@ class _AugmentRun:
         self.rotation = Rotation(self.variant, self.judge)
         self.samples: dict[str, tuple[float, ...]] = {}
         self.verified: dict = {}
-        self.drawn: dict[int, Any] = {}  # variant key -> the random parameters of its last augmentation
+        # id of each output still held -> the random parameters that made it: the audit judges any
+        # call it kept, not only a variant's last one (runner/audit.py), and every call draws anew
+        self.drawn: OrderedDict[int, Any] = OrderedDict()
 
     def variant(self, index: int) -> Variant:
         """Batch `index`: uint8 pixels in host memory (and on the device for the device path)."""
@@ -153,11 +158,16 @@ class _AugmentRun:
     def augment_batch(self, variant: Variant):
         """The timed call: new random parameters, the batch augmented (and, on the host path, copied)."""
         torch = self.torch
-        parameters = self.drawn[variant.key] = draw_parameters(torch, self.generator, self.batch)
+        parameters = draw_parameters(torch, self.generator, self.batch)
         if self.where == "device":
-            return augment(torch, variant.inputs[0], parameters)
-        images = augment(torch, torch.from_numpy(variant.hosts[0]), parameters)
-        return self.backend.from_host(images.numpy(), self.device)
+            out = augment(torch, variant.inputs[0], parameters)
+        else:
+            out = self.backend.from_host(augment(torch, torch.from_numpy(variant.hosts[0]), parameters).numpy(),
+                                         self.device)
+        self.drawn[id(out)] = (out, parameters)  # the output held too, so its id stays its own
+        while len(self.drawn) > DRAWN_KEPT:
+            self.drawn.popitem(last=False)
+        return out
 
     def compute(self):
         return self.rotation.call(self.augment_batch)
@@ -166,8 +176,10 @@ class _AugmentRun:
         """The output against the same transform in float64 on the CPU, on the same pixels and parameters."""
         torch = self.torch
         result = self.backend.to_host(out)
-        reference = augment(torch, torch.from_numpy(variant.hosts[0]), self.drawn[variant.key],
-                            torch.float64).numpy()
+        held = self.drawn.get(id(out))
+        if held is None or held[0] is not out:
+            return Check(False, float("inf"), REFERENCE_TOLERANCE, "an output this workload did not make")
+        reference = augment(torch, torch.from_numpy(variant.hosts[0]), held[1], torch.float64).numpy()
         error = relative_norm_error(result, reference)
         problems = _shape_problems(result, out, self.shape, torch)
         mirror_error = self.mirror_error(variant.hosts[0])

@@ -190,7 +190,6 @@ def check_training(results: list[dict], device_asked: str, device_seen: str) -> 
 
 
 class DDP(Workload):
-    cpu_baseline = "framework"  # against the same framework on the CPU
     name = "ddp"
     description = ("data-parallel training of the R/Keras tutorial's MNIST MLP with torch.distributed: 1, 2, ... worker processes, "
                    "scaling efficiency")
