@@ -58,13 +58,18 @@ def test_matmul_matches_float64_reference(backend, dtype):
 def test_memory_ops_match_float64_reference(backend, dtype, n):
     a, b, a64, b64 = _inputs(backend, dtype, n, seed=10 + n % 7)
     out = backend.empty((n,), dtype, "cpu")
+    total = _every_op_matches(backend, a, b, a64, b64, out, dtype)
+    assert abs(float(total) - a64.sum()) <= ELEMENT_TOL[dtype] * np.sqrt(n) * np.abs(a64).sum()
+
+
+def _every_op_matches(backend, a, b, a64, b64, out, dtype):
+    """copy, scale, add, triad and elementwise against float64; returns the backend's total of `a`."""
     assert backend.copy(a, out) is out and np.array_equal(out, a)
     _close(backend.scale(a, SCALAR, out), SCALAR * a64, np.abs(SCALAR * a64), dtype)
     _close(backend.add(a, b, out), a64 + b64, np.abs(a64) + np.abs(b64), dtype)
     _close(backend.triad(a, b, SCALAR, out), a64 + SCALAR * b64, np.abs(a64) + np.abs(SCALAR * b64), dtype)
     _close(backend.elementwise(a, out), a64 * a64 + a64, a64 * a64 + np.abs(a64), dtype)
-    total = backend.total(a)
-    assert abs(float(total) - a64.sum()) <= ELEMENT_TOL[dtype] * np.sqrt(n) * np.abs(a64).sum()
+    return backend.total(a)
 
 
 def test_blocked_ops_handle_non_contiguous_and_2d_arrays(backend):
@@ -149,12 +154,7 @@ def test_memory_ops_on_the_pool_match_the_reference(backend, threads, dtype):
         assert backend.cpu_threads() == threads
         assert backend.implementation() == f"numpy, {threads} thread{'s' if threads > 1 else ''}, blocked"
         out[...] = np.nan
-        assert backend.copy(a, out) is out and np.array_equal(out, a)
-        _close(backend.scale(a, SCALAR, out), SCALAR * a64, np.abs(SCALAR * a64), dtype)
-        _close(backend.add(a, b, out), a64 + b64, np.abs(a64) + np.abs(b64), dtype)
-        _close(backend.triad(a, b, SCALAR, out), a64 + SCALAR * b64, np.abs(a64) + np.abs(SCALAR * b64), dtype)
-        _close(backend.elementwise(a, out), a64 * a64 + a64, a64 * a64 + np.abs(a64), dtype)
-        total = backend.total(a)
+        total = _every_op_matches(backend, a, b, a64, b64, out, dtype)
     assert type(total) is np.dtype(dtype).type
     assert abs(float(total) - a64.sum()) <= ELEMENT_TOL[dtype] * np.sqrt(n) * np.abs(a64).sum()
 
