@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load = None
     if args.busy:
-        load = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+        load = busy_elsewhere()
     try:
         runs = [one_run(args.worktree, {}) for _ in range(args.repeats)]
     finally:
@@ -93,6 +93,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {s['what']:<16} paired {s['paired']:.3f} [{s['low']:.3f}–{s['high']:.3f}]  medians {s['medians']:.3f}"
               f"  {s['verdict']}")
     return 0
+
+
+def busy_elsewhere() -> subprocess.Popen:
+    """A busy loop on core 0 that is not our child (a child's CPU time counts as ours, as DDP's
+    workers must): started through a shell that exits at once, so it is reparented."""
+    shell = subprocess.Popen(["bash", "-c", f"taskset -c 0 {sys.executable} -c 'while True: pass' & echo $!"],
+                             stdout=subprocess.PIPE, text=True)
+    pid = int(shell.stdout.readline())
+    shell.wait()
+
+    class Load:
+        def kill(self) -> None:
+            import os
+            import signal
+            os.kill(pid, signal.SIGKILL)
+    return Load()  # type: ignore[return-value]
 
 
 if __name__ == "__main__":
