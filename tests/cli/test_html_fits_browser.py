@@ -131,3 +131,27 @@ def test_comparison_and_results_html_fit_a_laptop_screen(stored):
     facts = measure(page, stored["folder"])
     assert facts["scrollWidth"] <= facts["innerWidth"] == LAPTOP_WIDTH, facts
     assert facts["wide"] == [], facts["wide"]
+
+
+def test_long_sentences_in_number_cells_still_fit(stored):
+    # the class behind a CI failure: a sentence (why a speed-up is contaminated, where a peak comes
+    # from) inside a no-wrap number cell stretched the table to 5,000 px
+    from dataclasses import replace
+
+    from accelbench.report.html import CSS, results_html
+    from accelbench.runner.speedups import SpeedupCI
+
+    reason = ("the paired ratio depends on which side ran first (0.16× with the baseline first, 0.235× with "
+              "it second): one side's block slows the other's, so neither order can be trusted here")
+    contaminated = SpeedupCI(ratio=0.21, low=0.11, high=0.25, pairs=8, contaminated=reason)
+    with Store(stored["db"]) as store:
+        rows = [row for run in load_runs(store, [r.id for r in store.runs()]) for row in run.rows]
+    assert rows
+    forced = [replace(row, speedup_all=contaminated, speedup_one=contaminated,
+                      datasheet_provenance="formula: " + "cores × clock × FLOP per cycle from the vendor's page " * 3)
+              for row in rows]
+    tables = results_html(forced)
+    assert reason.split(":")[0] in tables  # the reason is shown, in the row's note
+    page = f'<!DOCTYPE html><html><head><style>{CSS}</style></head><body>{tables}</body></html>'
+    facts = measure(page, stored["folder"])
+    assert facts["scrollWidth"] <= facts["innerWidth"] and facts["wide"] == [], facts["wide"]

@@ -110,7 +110,8 @@ def test_the_two_jobs_can_be_compared(two_jobs):
     compared = accelbench("compare", first.id, second.id, "--db", str(two_jobs["db"]))
     assert compared.returncode == 0, compared.stdout + compared.stderr
     assert first.id in compared.stdout and second.id in compared.stdout
-    assert re.search(r"^reduce numpy@cpu", compared.stdout, flags=re.MULTILINE)  # spec by spec
+    # spec by spec: the backend and its threads on one line, the workload and its parameters under it
+    assert re.search(r"^numpy@cpu \(1 thread\) .*\n^reduce dtype=float32 n=4096 ", compared.stdout, flags=re.MULTILINE)
 
 
 def test_a_gpu_request_on_a_node_without_gpus_is_refused_by_sbatch(tmp_path):

@@ -40,7 +40,8 @@ ul.findings li.warning{border-color:#d95f02;background:#fff4ec}
 .kind{font-weight:600;margin-right:.4rem}figure{margin:1.2rem 0}figure img{max-width:100%;border:1px solid #d0d7e2}
 figcaption{color:#56606e;font-size:.9rem}
 .missing{color:#8a4b08;background:#fff8e6;padding:.4rem .7rem;border-left:5px solid #e0a800}
-td small{font-size:.76rem;color:#56606e}.nw{white-space:nowrap}.fig{display:inline-block;min-width:10rem}th{font-size:.8rem}
+td small{font-size:.76rem;color:#56606e}.nw{white-space:nowrap}
+.wraps{white-space:normal}.fig{display:inline-block;min-width:10rem}th{font-size:.8rem}
 .failed{color:#b00020}.noisy{color:#8a5a00}.valid{color:#1b7a3a}.small{font-size:.8rem;color:#56606e}
 .headline{border:2px solid #4c72b0;border-radius:6px;padding:.2rem 1rem .6rem;margin:1rem 0;background:#f8fafd}
 .headline h3{margin-top:.6rem}ul.headline-devices li{margin:.35rem 0}
@@ -114,10 +115,11 @@ def _ratio_text(ratio, role: str | None, wanted_role: str) -> str:
         return "—"
     basis = f" · {ratio.basis()}" if hasattr(ratio, "basis") else ""
     o = oriented(ratio)  # "3.17× slower", never "0.32× slower"
-    why = getattr(ratio, "contaminated", "")
-    return (f"{ratio_number(o.value)}× {esc(o.word)}<br>"
-            f"<small>[{ratio_number(o.low)}–{ratio_number(o.high)}]{esc(basis)}</small>"
-            + (f"<br><small>{esc(why)}</small>" if why else ""))
+    # why a ratio is contaminated is a sentence: it goes in the row's note, not this no-wrap cell
+    # pieces that never break, with room to break between them: a table of eleven columns fits a laptop
+    return (f'<span class="wraps"><span class="nw">{ratio_number(o.value)}×</span> {esc(o.word)}<br>'
+            f'<small><span class="nw">[{ratio_number(o.low)}–{ratio_number(o.high)}]</span>'
+            f'{" " + esc(basis.strip()) if basis else ""}</small></span>')
 
 
 def _pct(value: float | None) -> str:
@@ -148,7 +150,7 @@ def _result_cells(row: Row, with_extras: bool) -> list[str]:
     cells = [_verdict_cell(m), f'<span class="nw">{esc(series_label(row.spec))}</span><br><small>{esc(_params(row.spec))}</small>',
              _ci_text(row), esc(rate),
              f"{_pct(row.of_measured)} / {_pct(row.of_datasheet)}"
-             + (f"<br><small>{esc(row.datasheet_provenance)}</small>" if row.datasheet_provenance else ""),
+             + (f'<br><small class="wraps">{esc(row.datasheet_provenance)}</small>' if row.datasheet_provenance else ""),
              _ratio_text(row.speedup_all, row.baseline_role, "cpu_all_cores"),
              _ratio_text(row.speedup_one, row.baseline_role, "cpu_one_thread"),
              _ratio_text(row.speedup_end_to_end, None, ""), _pct(share),
@@ -176,6 +178,10 @@ def _warnings_note(row: Row) -> str:
     # a warning that restates a verdict reason ("invalid, time not counted: …") is said once
     warnings = [w for w in m.warnings if not any(reason in w for reason in m.verdict_reasons)]
     parts += ["warnings: " + " · ".join(esc(w) for w in warnings)] if warnings else []
+    for label, ratio in (("× vs CPU all cores", row.speedup_all), ("× vs CPU 1 thread", row.speedup_one)):
+        why = getattr(ratio, "contaminated", "")
+        if why:
+            parts.append(f"{esc(label)} not decided: {esc(why)}")
     return " — ".join(parts)
 
 
