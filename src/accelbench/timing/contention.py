@@ -25,25 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from accelbench.timing.contention_limits import (IDLE_CORES_SPARE, MAX_UNCERTAINTY_CORES, OTHERS_CORES_LIMIT,
+                                                  OTHERS_NEGLIGIBLE_CORES, OWN_FULL_SHARE, RUN_WAIT_LIMIT,
+                                                  SHORT_WINDOW_WAIT_LIMIT, STEAL_LIMIT)
+from accelbench.timing.device_slowdowns import device_reasons
+from accelbench.timing.other_tasks import describe, others_ns
+from accelbench.timing.run_notice import run_notice  # noqa: F401 - where callers have always found it
+
 PROC = Path("/proc")
 TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
-# A result is disturbed when others took more than a quarter of a core on average while the
-# cores were nearly full (under half a core idle) or our own threads had to queue for a CPU:
-# on a 2-core machine that is ~12% of the capacity, more than the ±5% target the quick rigor
-# asks for. A neighbour on an otherwise idle core (a big machine) is recorded but not counted.
-OTHERS_CORES_LIMIT = 0.25
-IDLE_CORES_SPARE = 0.5
-RUN_WAIT_LIMIT = 0.02      # our threads spent >= 2% of their runnable time waiting for a CPU
-STEAL_LIMIT = 0.05         # the hypervisor took >= 5% of our cores' time
-MAX_UNCERTAINTY_CORES = 0.1  # tick rounding may move the figures by at most a tenth of a core
-# a window too short for ticks is judged on our threads' wait alone: an idle machine leaves them
-# waiting ~0-2% of the time, another process on their core tens of percent
-SHORT_WINDOW_WAIT_LIMIT = 0.10
-# our own threads filled the cores when they used >= 90% of them and others next to nothing
-# (a tenth of a core is tick rounding): a wait is then our own doing. It is still judged on the
-# wait alone, at the short-window limit, since our threads' own stacking slows the timed one too
-OWN_FULL_SHARE = 0.9
-OTHERS_NEGLIGIBLE_CORES = 0.1
 
 
 @dataclass(frozen=True)
@@ -88,6 +78,9 @@ class Snapshot:
     own_cpu_s: float
     threads_ns: dict[str, tuple[int, int]]   # thread id -> (on cpu, waiting), where readable
     load_1m: float | None
+    # "pid/tid" -> ns on a CPU for every other process's thread this process can see; None where
+    # they could not all be read (then only the ticks above speak for other processes)
+    others_ns: dict[str, int] | None = None
 
 
 def _read(path: Path) -> str | None:
@@ -144,8 +137,9 @@ def snapshot(proc: Path = PROC) -> Snapshot:
         load_1m = os.getloadavg()[0]
     except (AttributeError, OSError):
         load_1m = None
+    others = others_ns(proc)
     return Snapshot(time.monotonic(), parse_proc_stat(stat, _usable_cpus()) if stat else None,
-                    own_cpu_s(), _threads_ns(proc), load_1m)
+                    own_cpu_s(), _threads_ns(proc), load_1m, others)
 
 
 @dataclass(frozen=True)
@@ -164,6 +158,10 @@ class Interference:
     # runnable time (on a CPU or waiting for one) of our threads / wall time: the parallelism they
     # asked for, which load from other processes does not lower (own_cores it does)
     own_demand_cores: float | None = None
+    # other processes' CPU time from their threads' nanosecond counters (None: not all readable),
+    # and the one that took the most ("stress (pid 1234)")
+    visible_others_cores: float | None = None
+    top_other: str = ""
 
     @property
     def others_share(self) -> float | None:
@@ -190,8 +188,12 @@ class Interference:
     @property
     def disturbed(self) -> bool:
         wait = self.foreign_wait_share or 0.0
-        if self.own_threads or self.not_measurable:
+        if self.own_threads:
             return wait >= SHORT_WINDOW_WAIT_LIMIT
+        if self.not_measurable:
+            # a wait no visible program caused (a virtual CPU slow to wake up) names no cause: not noisy
+            nobody = self.visible_others_cores is not None and self.visible_others_cores < OTHERS_NEGLIGIBLE_CORES
+            return wait >= SHORT_WINDOW_WAIT_LIMIT and not nobody
         if (self.steal_share or 0.0) >= STEAL_LIMIT:
             return True
         crowded = (self.idle_cores or 0.0) < IDLE_CORES_SPARE or wait >= RUN_WAIT_LIMIT
@@ -205,6 +207,10 @@ class Interference:
                     f"{self.run_wait_share:.0%} of the time during this measurement (another framework's thread "
                     f"pool still spinning, or thread pools stacked on each other)")
         if self.not_measurable and self.disturbed:
+            if self.visible_others_cores is not None:
+                return (f"our threads waited for a CPU {self.run_wait_share:.0%} of the time during this measurement: "
+                        f"other processes used {self.visible_others_cores:.2f} cores"
+                        f"{f', the most {self.top_other}' if self.top_other else ''}")
             return (f"our threads waited for a CPU {self.run_wait_share:.0%} of the time during this measurement: "
                     f"something else ran on its cores ({self.not_measurable} to say what)")
         if self.not_measurable:
@@ -218,6 +224,8 @@ class Interference:
             # the hypervisor, not a neighbour on this machine, took the time: say that first
             return (f"the hypervisor took {self.steal_share:.0%} of the cores' time (steal) during this measurement "
                     f"({others}; {'; '.join(details[2:] or details[:1])})")
+        if self.top_other and (self.visible_others_cores or 0.0) >= OTHERS_NEGLIGIBLE_CORES:
+            details.append(f"the most {self.top_other}")
         return f"{others} during this measurement ({'; '.join(details)})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,19 +234,23 @@ class Interference:
                 "steal_share": self.steal_share, "run_wait_share": self.run_wait_share,
                 "load_1m": self.load_1m, "disturbed": self.disturbed, "own_cores": self.own_cores,
                 "own_demand_cores": self.own_demand_cores, "foreign_wait_share": self.foreign_wait_share,
-                "own_threads": self.own_threads}
+                "own_threads": self.own_threads, "visible_others_cores": self.visible_others_cores}
+        if self.top_other:
+            data["top_other"] = self.top_other
         if self.not_measurable:
             data["not_measurable"] = self.not_measurable
         return data
 
 
-def between(before: Snapshot, after: Snapshot) -> Interference:
+def between(before: Snapshot, after: Snapshot, proc: Path = PROC) -> Interference:
     """The interference over the window between two snapshots."""
     window_s = after.wall_s - before.wall_s
     own, demand = _own_cores(before, after), _own_demand(before, after)
+    visible, top_pid = _others_cores(before, after)
+    top = describe(top_pid, proc) if top_pid and (visible or 0.0) >= OTHERS_NEGLIGIBLE_CORES else ""
     if before.ticks is None or after.ticks is None or before.ticks.cores != after.ticks.cores:
         return Interference(window_s, load_1m=after.load_1m, not_measurable="/proc/stat is not readable here",
-                            own_cores=own, own_demand_cores=demand)
+                            own_cores=own, own_demand_cores=demand, visible_others_cores=visible, top_other=top)
     cores = after.ticks.cores
     uncertainty_cores = (math.sqrt(cores) + 2) * TICK_S / window_s if window_s > 0 else math.inf
     if uncertainty_cores > MAX_UNCERTAINTY_CORES:
@@ -246,7 +258,8 @@ def between(before: Snapshot, after: Snapshot) -> Interference:
         # (schedstat counts nanoseconds): a short window is still judged on that
         return Interference(window_s, cores, run_wait_share=_run_wait_share(before, after), load_1m=after.load_1m,
                             not_measurable=(f"a {window_s * 1e3:.0f} ms window is too short for 10 ms CPU-time "
-                                            f"ticks on {cores} cores"), own_cores=own, own_demand_cores=demand)
+                                            f"ticks on {cores} cores"), own_cores=own, own_demand_cores=demand,
+                            visible_others_cores=visible, top_other=top)
     busy_s = (after.ticks.busy - before.ticks.busy) * TICK_S
     idle_s = (after.ticks.idle - before.ticks.idle) * TICK_S
     steal_s = (after.ticks.steal - before.ticks.steal) * TICK_S
@@ -255,7 +268,26 @@ def between(before: Snapshot, after: Snapshot) -> Interference:
     ticked_cores = (after.own_cpu_s - before.own_cpu_s) / window_s  # counts threads that ended in the window
     return Interference(window_s, cores, others_s / window_s, idle_s / window_s,
                         steal_s / all_s if all_s > 0 else 0.0, _run_wait_share(before, after), after.load_1m,
-                        own_cores=max(own or 0.0, ticked_cores), own_demand_cores=demand)
+                        own_cores=max(own or 0.0, ticked_cores), own_demand_cores=demand, visible_others_cores=visible, top_other=top)
+
+
+def _others_cores(before: Snapshot, after: Snapshot) -> tuple[float | None, str | None]:
+    """CPU time of the other processes' threads we can see over the window / its wall time, in
+    nanoseconds (so a window of a few ms is measured too), and the pid that took the most; a thread
+    born in the window counts whole, one that ended in it is lost (short-lived processes)."""
+    window_s = after.wall_s - before.wall_s
+    if before.others_ns is None or after.others_ns is None or window_s <= 0:
+        return None, None
+    by_pid: dict[str, int] = {}
+    for key, cpu_ns in after.others_ns.items():
+        used = cpu_ns - before.others_ns.get(key, 0)
+        if used > 0:
+            pid = key.partition("/")[0]
+            by_pid[pid] = by_pid.get(pid, 0) + used
+    if not by_pid:
+        return 0.0, None
+    top = max(by_pid, key=lambda pid: by_pid[pid])
+    return sum(by_pid.values()) / 1e9 / window_s, top
 
 
 def _own_cores(before: Snapshot, after: Snapshot) -> float | None:
@@ -308,68 +340,9 @@ class watch:
     def __exit__(self, *exc: object) -> None:
         if self._before is not None:
             try:
-                self.result = between(self._before, snapshot(self.proc))
+                self.result = between(self._before, snapshot(self.proc), self.proc)
             except Exception:  # noqa: BLE001
                 self.result = None
-
-
-# -- a run's notice -----------------------------------------------------------------------------
-
-def run_notice(measurements: Iterable[Any], rigor: str | None = None) -> str | None:
-    """One line for the top of a run's output when other programs disturbed some of its results;
-    `rigor`: the run's, so a rigorous run is not told to use `--rigor rigorous`."""
-    longer = "" if rigor == "rigorous" else "use `--rigor rigorous`, "
-    shares, steals, waits, total = [], [], [], 0
-    for m in measurements:
-        total += 1
-        compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
-        if compute.get("disturbed") and not compute.get("own_threads"):  # our own threads are not other programs
-            shares.append(compute.get("others_share") or 0.0)
-            steals.append(compute.get("steal_share") or 0.0)
-            waits.append(compute.get("run_wait_share") or 0.0)
-    if not shares:
-        return None
-    others, steal, wait = sum(shares) / len(shares), sum(steals) / len(steals), sum(waits) / len(waits)
-    if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
-        return (f"busy machine: {len(shares)} of {total} results were measured while our threads waited for a "
-                f"CPU {wait:.0%} of the time on average (noisy); close other programs or run them under "
-                f"`nice -n 19`, {longer}or pin with `taskset -c`")
-    if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
-        return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
-                f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
-                f"{longer.replace(', ', ' or ')}run at a quieter time")
-    return (f"busy machine: {len(shares)} of {total} results were measured while other processes used "
-            f"{others:.0%} of the cores on average (noisy); close other programs or run them "
-            f"under `nice -n 19`, {longer}or pin with `taskset -c`")
-
-
-def _usable_cores() -> int:
-    from accelbench.vocabulary import usable_cpus
-
-    return usable_cpus()
-
-
-# -- accelerators (from the run's telemetry window) ---------------------------------------------
-
-# slowdowns that come from heat or the board, not from our own load: `sw_power_cap` is left out,
-# since a GPU held at its power limit by the benchmark itself is its normal steady state
-DEVICE_SLOWDOWNS = ("hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
-
-
-def device_reasons(telemetry: dict[str, Any], device: str) -> list[str]:
-    """Why an accelerator's window was disturbed: other processes on it (NVML), thermal or board slowdowns."""
-    section = (telemetry or {}).get("devices", {}).get(device)
-    if not section or device == "cpu":
-        return []
-    reasons = []
-    others = section.get("metrics", {}).get("other_processes", {}).get("max")
-    if others:
-        reasons.append(f"{others:.0f} other process{'es' if others != 1 else ''} used {device} during this "
-                       f"measurement (NVML process list)")
-    slowdowns = [r for r in section.get("throttle_reasons") or () if r in DEVICE_SLOWDOWNS]
-    if slowdowns:
-        reasons.append(f"{device} slowed its clocks during this measurement ({', '.join(slowdowns)})")
-    return reasons
 
 
 # -- a result's verdict -------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+"""One line for the top of a run's output when other programs disturbed some of its results."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from accelbench.timing.contention_limits import OTHERS_CORES_LIMIT, STEAL_LIMIT
+
+
+def run_notice(measurements: Iterable[Any], rigor: str | None = None) -> str | None:
+    """One line for the top of a run's output when other programs disturbed some of its results;
+    `rigor`: the run's, so a rigorous run is not told to use `--rigor rigorous`."""
+    longer = "" if rigor == "rigorous" else "use `--rigor rigorous`, "
+    shares, steals, waits, total = [], [], [], 0
+    for m in measurements:
+        total += 1
+        compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
+        if compute.get("disturbed") and not compute.get("own_threads"):  # our own threads are not other programs
+            shares.append(compute.get("others_share") or 0.0)
+            steals.append(compute.get("steal_share") or 0.0)
+            waits.append(compute.get("run_wait_share") or 0.0)
+    if not shares:
+        return None
+    others, steal, wait = sum(shares) / len(shares), sum(steals) / len(steals), sum(waits) / len(waits)
+    if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
+        return (f"busy machine: {len(shares)} of {total} results were measured while our threads waited for a "
+                f"CPU {wait:.0%} of the time on average (noisy); close other programs or run them under "
+                f"`nice -n 19`, {longer}or pin with `taskset -c`")
+    if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
+        return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
+                f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
+                f"{longer.replace(', ', ' or ')}run at a quieter time")
+    return (f"busy machine: {len(shares)} of {total} results were measured while other processes used "
+            f"{others:.0%} of the cores on average (noisy); close other programs or run them "
+            f"under `nice -n 19`, {longer}or pin with `taskset -c`")
+
+
+def _usable_cores() -> int:
+    from accelbench.vocabulary import usable_cpus
+
+    return usable_cpus()
