@@ -16,14 +16,14 @@ import concurrent.futures
 import contextlib
 import io
 import json
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
 from accelbench.backends.numpy_backend import NumpyBackend
 from accelbench.backends.registry import clear_cache, register_backend
+
+from busy_load import busy_elsewhere  # benchmarks/ is on the path when they run
 
 
 class ContentCache(NumpyBackend):
@@ -147,22 +147,6 @@ def main_(argv: list[str] | None = None) -> int:
         if load:
             load.kill()
     return 0
-
-
-def busy_elsewhere() -> subprocess.Popen:
-    """A busy loop on core 0 that is not our child (a child's CPU time counts as ours, as DDP's
-    workers must): started through a shell that exits at once, so it is reparented."""
-    shell = subprocess.Popen(["bash", "-c", f"taskset -c 0 {sys.executable} -c 'while True: pass' & echo $!"],
-                             stdout=subprocess.PIPE, text=True)
-    pid = int(shell.stdout.readline())
-    shell.wait()
-
-    class Load:
-        def kill(self) -> None:
-            import os
-            import signal
-            os.kill(pid, signal.SIGKILL)
-    return Load()  # type: ignore[return-value]
 
 
 if __name__ == "__main__":

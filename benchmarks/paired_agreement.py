@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from busy_load import busy_elsewhere  # benchmarks/ is on the path when they run
+
 COMMAND = ["run", "matmul", "--sizes", "256,1000", "--dtype", "float32", "--backend", "numpy,torch,jax",
            "--device", "cpu", "--no-progress", "--json"]
 
@@ -93,22 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {s['what']:<16} paired {s['paired']:.3f} [{s['low']:.3f}–{s['high']:.3f}]  medians {s['medians']:.3f}"
               f"  {s['verdict']}")
     return 0
-
-
-def busy_elsewhere() -> subprocess.Popen:
-    """A busy loop on core 0 that is not our child (a child's CPU time counts as ours, as DDP's
-    workers must): started through a shell that exits at once, so it is reparented."""
-    shell = subprocess.Popen(["bash", "-c", f"taskset -c 0 {sys.executable} -c 'while True: pass' & echo $!"],
-                             stdout=subprocess.PIPE, text=True)
-    pid = int(shell.stdout.readline())
-    shell.wait()
-
-    class Load:
-        def kill(self) -> None:
-            import os
-            import signal
-            os.kill(pid, signal.SIGKILL)
-    return Load()  # type: ignore[return-value]
 
 
 if __name__ == "__main__":

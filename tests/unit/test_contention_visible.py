@@ -109,3 +109,19 @@ def test_a_real_spinning_process_that_is_not_ours_is_seen_and_named():
         assert ME not in {key.partition("/")[0] for key in after.others_ns}
     finally:
         os.kill(int(pid), 9)
+
+
+def test_the_run_notice_names_the_program_seen_most_often():
+    from types import SimpleNamespace
+
+    from accelbench.timing.run_notice import run_notice
+
+    def measured(top: str, disturbed: bool = True):
+        window = {"disturbed": disturbed, "others_share": 0.45, "steal_share": 0.0, "run_wait_share": 0.3,
+                  "top_other": top}
+        return SimpleNamespace(telemetry={"interference": {"compute": window}})
+
+    line = run_notice([measured("stress (pid 7)"), measured("stress (pid 7)"), measured("sshd (pid 9)"),
+                       measured("cron (pid 3)", disturbed=False)])
+    assert "3 of 4 results" in line and "(most often stress (pid 7))" in line
+    assert "most often" not in run_notice([measured("")])
