@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability
+from accelbench.backends.base import ArrayNamespaceOps, Availability, Backend
 
 KernelCost = float | Callable[[int], float]  # seconds, or seconds as a function of the call index
 
@@ -138,6 +138,9 @@ class FakeBackend(ArrayNamespaceOps):
     def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         return np.empty(shape, dtype=dtype)
 
+    def astype(self, array: Any, dtype: str) -> Any:
+        return np.asarray(array).astype(dtype)
+
     # -- ops: numpy results, the configured cost, optionally wrong -------------------------------
     def _xp(self, array: Any) -> Any:
         return np
@@ -170,3 +173,34 @@ class FakeBackend(ArrayNamespaceOps):
 
     def elementwise(self, a, out):
         return self._done(super().elementwise(a, out))
+
+
+class HostArrayBackend(Backend):
+    """The least a backend must implement (Backend's abstract methods), on host numpy arrays: for
+    tests of discovery and reach that need a backend the registry accepts."""
+
+    name = "host"
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def device_ids(self) -> list[str]:
+        return ["cpu"]
+
+    def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
+        return array.copy()
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def location(self, array: Any) -> str:
+        return "cpu"
+
+    def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
+        return np.random.default_rng(seed).uniform(-1, 1, shape).astype(dtype)
+
+    def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        return np.empty(shape, dtype=dtype)
+
+    def astype(self, array: Any, dtype: str) -> Any:
+        return array.astype(dtype)

@@ -14,6 +14,8 @@ _LAZY = {
     "bench": ("accelbench.api", "bench"),
     "workload": ("accelbench.api", "workload"),
     "RunResults": ("accelbench.api", "RunResults"),
+    "Compare": ("accelbench.api", "Compare"),
+    "UsageError": ("accelbench.errors", "UsageError"),
     "monitor": ("accelbench.telemetry", "monitor"),
     "compare_runs": ("accelbench.report.compare", "compare_runs"),
     "load_run": ("accelbench.report.compare", "load_run"),

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from accelbench.verdict import caveats_from_json, caveats_to_json
+
 PHASES = ("to_device", "compute", "to_host", "end_to_end")
 
 
@@ -111,10 +113,27 @@ class Measurement:
     #: valid | noisy | unverified | invalid (accelbench.verdict); "" for results stored before verdicts
     verdict: str = ""
     verdict_reasons: tuple[str, ...] = ()
+    #: the version of the workload code that made it (Workload.version); None: unknown (stored
+    #: before workloads had versions). `compare` names a change as a difference between runs.
+    workload_version: str | None = None
 
     def __post_init__(self) -> None:
         if not self.verdict:  # results made before verdicts existed get theirs from the check
             object.__setattr__(self, "verdict", "valid" if self.check.passed else "invalid")
+
+    def __repr__(self) -> str:
+        """One line: what was measured, the median compute time, the verdict and its first reason
+        (the samples, telemetry and every figure: `.to_dict()`)."""
+        import statistics
+
+        from accelbench.units import format_seconds
+
+        samples = self.phases_s.get("compute") or ()
+        median = f"median {format_seconds(statistics.median(samples))} of {len(samples)}" if samples else "no samples"
+        params = " ".join(f"{k}={v}" for k, v in self.spec.params)
+        why = f": {self.verdict_reasons[0][:150]}" if self.verdict_reasons and self.status != "valid" else ""
+        return (f"Measurement({self.spec.workload} {self.spec.backend}@{self.spec.device} {params}: "
+                f"{median}; {self.status}{why})")
 
     @property
     def samples_s(self) -> tuple[float, ...]:
@@ -141,14 +160,15 @@ class Measurement:
             "first_call_s": self.first_call_s,
             "work": self.work.to_dict(),
             "check": self.check.to_dict(),
-            "warnings": list(self.warnings),
+            "warnings": caveats_to_json(self.warnings),
             "calls_per_sample": self.calls_per_sample,
             "target_met": self.target_met,
             "threads": self.threads,
             "telemetry": dict(self.telemetry),
             "extra": dict(self.extra),
             "verdict": self.status,
-            "verdict_reasons": list(self.verdict_reasons),
+            "verdict_reasons": caveats_to_json(self.verdict_reasons),
+            "workload_version": self.workload_version,
         }
 
     @classmethod
@@ -161,15 +181,20 @@ class Measurement:
             work=Work(float(data["work"]["flops"]), float(data["work"]["bytes_moved"])),
             check=Check(bool(check["passed"]), float(check["max_rel_error"]), float(check["tolerance"]),
                         str(check.get("detail", "")), check.get("device_seen")),
-            warnings=tuple(str(w) for w in data.get("warnings", ())),
+            warnings=caveats_from_json(data.get("warnings")),
             calls_per_sample=int(data.get("calls_per_sample", 1)),
             target_met=bool(data.get("target_met", True)),
             threads=data.get("threads"),
             telemetry=dict(data.get("telemetry", {})),
             extra=dict(data.get("extra", {})),
             verdict=str(data.get("verdict") or ""),
-            verdict_reasons=tuple(str(r) for r in data.get("verdict_reasons") or ()),
+            verdict_reasons=caveats_from_json(data.get("verdict_reasons")),
+            workload_version=_version_or_none(data.get("workload_version")),
         )
+
+
+def _version_or_none(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 @dataclass(frozen=True)

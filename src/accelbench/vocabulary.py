@@ -28,7 +28,8 @@ PEAK_METRIC: dict[str, str] = {name: d.peak_metric for name, d in DTYPES.items()
 DEFAULT_SEED = 20261202
 RIGOR_NAMES = ("quick", "standard", "rigorous")
 
-# the CPU every speed-up is read against: numpy on the host CPU (all usable cores, and one)
+# the CPU every speed-up is read against is the fastest implementation measured on BASELINE_DEVICE
+# (runner/speedups.py cpu_baselines); numpy, measured on all usable cores and on one, is always among them
 BASELINE_BACKEND, BASELINE_DEVICE = "numpy", "cpu"
 
 

@@ -1,9 +1,9 @@
 """Which framework reaches which inventory device is the backends' answer, not the probes'."""
 from dataclasses import replace
 
-from accelbench.backends.base import Backend
 from accelbench.backends.device_reach import with_backend_reach
 from accelbench.devices import apple, cpu, frameworks
+from fakes import HostArrayBackend
 
 APPLE_SILICON = ("Darwin", "arm64")
 M1 = {"machdep.cpu.brand_string": "Apple M1", "hw.memsize": str(16 * 1024 ** 3)}.__getitem__
@@ -34,7 +34,7 @@ def test_jax_reaches_the_apple_gpu_through_jax_metal(monkeypatch):
     assert gpu.reach == {"torch": "mps", "jax": "METAL:0"}
 
 
-class _MlxLike(Backend):
+class _MlxLike(HostArrayBackend):
     """A third party's backend: it answers for the devices it reaches, and no probe changes."""
 
     name = "mlx"
@@ -43,7 +43,7 @@ class _MlxLike(Backend):
         return "gpu" if device.id == "mps" else None
 
 
-class _Broken(Backend):
+class _Broken(HostArrayBackend):
     name = "broken"
 
     def reach_id(self, device):

@@ -8,6 +8,7 @@ from accelbench.devices.model import Device, PeakFigure
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.runner.plausibility import bounding_device
+from accelbench.timing.rigor import RIGORS
 from accelbench.workloads.memcpy import Memcpy
 
 SEED = 20261203
@@ -83,7 +84,7 @@ def test_the_runner_measures_a_device_copy_end_to_end(opencl):
 
     backend, device = opencl
     spec = Spec.make("memcpy", "pyopencl", device, direction="d2d", bytes=2**20, pinned=False)
-    m = measure_item(PlanItem(spec, None), backend, "quick", seed=SEED)
+    m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=SEED)
     assert m.check.passed, m.check.detail
     assert m.check.device_seen == device
     assert m.work.bytes_moved == 2 * 2**20

@@ -29,7 +29,8 @@ NOT_ON_IMAGE = {"orjson": "store/document_io.py falls back to the standard json"
                 "amdsmi": "the AMD probe reports it missing",
                 "keras": "the keras-* backends report it missing and are used only where named",
                 "cpuinfo": "read only where /proc/cpuinfo is empty",
-                "tomli": "Python < 3.11 only; the image has 3.12's tomllib"}
+                "tomli": "Python < 3.11 only; the image has 3.12's tomllib",
+                "IPython": "the notebook progress line runs only inside a Jupyter kernel, where IPython is loaded"}
 ABSENT_FROM_IMAGE = ("orjson", "mlxtend", "pyopencl", "jsonschema", "keras")
 
 

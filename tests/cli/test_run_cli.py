@@ -104,7 +104,8 @@ def test_the_answer_comes_first_in_the_terminal_and_in_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.index("The answer") < out.index("matmul"), out  # before the first table
     entry = " ".join(out[out.index("The answer"):].split("•", 2)[1].split())  # wrapped at 80 columns when piped
-    assert "torch@cpu" in entry and "the CPU, " in entry and "all CPU cores" in entry
+    # against numpy's all cores, or, where torch was the fastest on the CPU (the baseline), against one core
+    assert "torch@cpu" in entry and "the CPU, " in entry and ("all CPU cores" in entry or "one core" in entry)
     assert main(argv + ["--json"]) == 0
     headline = json.loads(capsys.readouterr().out)["headline"]
     (torch_entry,) = headline["devices"]

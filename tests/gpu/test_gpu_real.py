@@ -1,6 +1,8 @@
 """On a real accelerator only (scripts/gpu_check.sh runs these with --run-gpu)."""
 import pytest
 
+from accelbench.timing.rigor import RIGORS
+
 pytestmark = pytest.mark.gpu
 
 
@@ -40,7 +42,7 @@ def test_matmul_on_the_gpu_is_verified_and_stays_there(dtype):
     from accelbench.runner.execute import measure_item
     from accelbench.runner.plan import PlanItem
     spec = Spec.make("matmul", "torch", "cuda:0", n=2048, dtype=dtype)
-    m = measure_item(PlanItem(spec, None), backend, "quick", seed=1)
+    m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=1)
     assert m.check.passed, m.check.detail
     assert m.check.device_seen == "cuda:0"
     assert {"to_device", "to_host", "end_to_end"} <= set(m.phases_s)
@@ -53,7 +55,7 @@ def test_pinned_and_pageable_transfers_verify():
     from accelbench.runner.plan import PlanItem
     for pinned in (False, True):
         spec = Spec.make("memcpy", "torch", "cuda:0", direction="h2d", bytes=64 * 2**20, pinned=pinned)
-        assert measure_item(PlanItem(spec, None), backend, "quick", seed=1).check.passed
+        assert measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=1).check.passed
 
 
 def test_the_harness_synchronises_an_asynchronous_gpu():
@@ -63,7 +65,7 @@ def test_the_harness_synchronises_an_asynchronous_gpu():
     import torch
     from accelbench.timing.harness import measure
     a = torch.rand((4096, 4096), device="cuda:0")
-    timing = measure(lambda: a @ a, lambda: backend.synchronize("cuda:0"), rigor="quick")
+    timing = measure(lambda: a @ a, lambda: backend.synchronize("cuda:0"), rigor=RIGORS["quick"])
     torch.cuda.synchronize()
     started = time.perf_counter()
     for _ in range(20):

@@ -14,6 +14,7 @@ from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem
 from accelbench.store.db import Store
 from accelbench.workloads.dl import keras_steps
+from accelbench.timing.rigor import RIGORS
 
 # tiny sizes: each model's whole path (timed steps, replay, fit/evaluate/predict) in seconds
 SPECS = {
@@ -46,7 +47,7 @@ def main(backend_name: str, db: str, mode: str, names: list[str]) -> None:
         run_id = store.start_run({"software": backend.versions()}, {"backends": [backend_name]})
         for name in names or list(SPECS):
             spec = Spec.make(name, backend_name, "cpu", **SPECS[name])
-            m = measure_item(PlanItem(spec, None), backend, "quick", seed=3, trust=TrustContext(probe_sync=False))
+            m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=3, trust=TrustContext(probe_sync=False))
             store.add_result(run_id, m)
             print(json.dumps({"workload": name, "status": m.status, "passed": m.check.passed,
                               "detail": m.check.detail, "device_seen": m.check.device_seen,

@@ -15,6 +15,7 @@ from accelbench.report.advice import findings
 from accelbench.report.crossover import Curve, classify, find_crossing, interpolate_crossing
 from accelbench.report.analysis import analyse
 from accelbench.timing.stats import RatioCI
+from accelbench.verdict import UNSTABLE, Caveat
 
 
 @functools.lru_cache(maxsize=1)
@@ -113,7 +114,7 @@ def test_result_that_ran_on_another_device_than_asked():
 
 def test_unstable_measurements_and_what_would_help():
     ms = [measurement("matmul", "numpy", "cpu", compute_s=0.1, threads=2, n=1000, dtype="float32", spread=0.4,
-                      warnings=("unstable: IQR is 40% of median",), target_met=False),
+                      warnings=(Caveat("unstable: IQR is 40% of median", UNSTABLE),), target_met=False),
           measurement("matmul", "numpy", "cpu", compute_s=0.8, threads=2, n=2000, dtype="float32")]
     rows = analyse(ms, DEVICES)
     [finding] = kinds(findings(rows, DEVICES, {}, rigor="quick"), "unstable")

@@ -59,14 +59,19 @@ def test_without_a_reference_the_result_is_unverified_and_never_a_ceiling(tmp_pa
     assert {r["verdict"] for r in results.to_records()} == {"unverified"}
 
 
-@pytest.mark.parametrize("dtype, itemsize", [("float64", 8), ("float32", 4)])
-def test_the_inputs_dtype_is_measured_and_bytes_follow_it(tmp_path, dtype, itemsize):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_inputs_dtype_is_measured_and_a_rate_comes_only_from_declared_work(tmp_path, dtype):
     a = np.random.default_rng(4).uniform(-1, 1, 5000).astype(dtype)
-    results = accelbench.bench(lambda x: x * 2.0, [a], reference=lambda x: x * 2.0, devices="cpu",
-                               backends="numpy", name=f"double_{dtype}", db=str(tmp_path / "d.sqlite"))
+    results = accelbench.bench(lambda x: x * 2.0, [a], reference=lambda x: x * 2.0, threads=1,
+                               name=f"double_{dtype}", db=str(tmp_path / "d.sqlite"))
     assert {m.spec.param("dtype") for m in results.measurements} == {dtype}
-    assert {m.work.bytes_moved for m in results.measurements} == {5000 * itemsize}
+    assert {m.work.bytes_moved for m in results.measurements} == {0.0}  # nothing declared: no guess
     assert all(m.status in ("valid", "noisy") for m in results.measurements)
+    assert [r["rate"] for r in results.to_records()] == [None]
+    declared = accelbench.bench(lambda x: x * 2.0, [a], reference=lambda x: x * 2.0, threads=1,
+                                bytes_moved=2 * a.nbytes, db=str(tmp_path / "d.sqlite"))
+    (record,) = declared.to_records()
+    assert record["rate_unit"] == "GB/s" and record["rate"] == pytest.approx(2 * a.nbytes / record["median_s"] / 1e9)
 
 
 def test_outputs_are_waited_on_whatever_the_backend_tracks(tmp_path, monkeypatch):

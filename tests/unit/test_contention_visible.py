@@ -125,3 +125,12 @@ def test_the_run_notice_names_the_program_seen_most_often():
                        measured("cron (pid 3)", disturbed=False)])
     assert "3 of 4 results" in line and "(most often stress (pid 7))" in line
     assert "most often" not in run_notice([measured("")])
+
+
+def test_the_kind_of_a_short_windows_disturbance_follows_what_was_seen(proc):
+    from accelbench.verdict import CPU_WAIT, OTHER_PROCESSES
+
+    before, after = window(0.05, 0.30, {}, {"900003/900004": 30_000_000})
+    assert between(before, after, proc).cause == OTHER_PROCESSES
+    before, after = window(0.05, 0.30, None, None)
+    assert between(before, after, proc).cause == CPU_WAIT

@@ -21,7 +21,8 @@ from accelbench.results import Spec
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem
 from accelbench.store.db import Store
-from accelbench.verdict import INVALID, VALID
+from accelbench.verdict import INVALID, UNSTABLE, VALID, Caveat
+from accelbench.timing.rigor import RIGORS
 
 CPU_PEAK = Device("cpu", "cpu", "test", "test CPU", "test", properties={"physical_cores": 2},
                   peaks=(PeakFigure("fp32", 100e9, "formula", "2 cores × 3 GHz × 16"),))
@@ -31,7 +32,7 @@ def _measure(backend, workload="matmul", devices=None, clock=None, probe_sync=Tr
     params = params or {"n": 96, "dtype": "float64"}
     spec = Spec.make(workload, backend.name, "cpu", **params)
     trust = TrustContext(devices=devices if devices is not None else {"cpu": CPU_PEAK}, probe_sync=probe_sync)
-    return measure_item(PlanItem(spec, None), backend, "quick", seed=11, clock=clock, trust=trust)
+    return measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=11, clock=clock, trust=trust)
 
 
 class CachingByIdentity(NumpyBackend):
@@ -231,7 +232,7 @@ def test_the_honest_numpy_backend_stays_valid_on_every_core_workload():
 def test_placement_is_read_from_the_array_not_from_the_backend():
     backend = ClaimsAnotherDevice()
     spec = Spec.make("matmul", backend.name, "cuda:0", n=64, dtype="float64")
-    m = measure_item(PlanItem(spec, None), backend, "quick", seed=3, trust=TrustContext())
+    m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=3, trust=TrustContext())
     _assert_counts_nowhere(m, "the output lives on cpu")
     assert m.check.device_seen == "cpu"
 
@@ -295,7 +296,7 @@ def test_phases_that_do_not_add_up_are_flagged(end_to_end_s, status):
     assert [f.status for f in found] == ([status] if status else [])
     assert all("do not add up" in f.reason for f in found)
     # the same phases timed while the machine was busy: not proof of a missing wait, so never invalid
-    busy = phase_findings(dataclasses.replace(m, warnings=("unstable: IQR is 60% of median",)))
+    busy = phase_findings(dataclasses.replace(m, warnings=(Caveat("unstable: IQR is 60% of median", UNSTABLE),)))
     assert [f.status for f in busy] == (["noisy"] if status else [])
 
 

@@ -16,6 +16,7 @@ from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem
 from accelbench.verdict import INVALID
 from accelbench.workloads.stats import bootstrap, distance, integrate
+from accelbench.timing.rigor import RIGORS
 
 # (module, the function each timed call runs, the argument that identifies the inputs, params)
 CASES = {
@@ -60,7 +61,8 @@ def _stale(function, key_of):
 def _measure(workload, params):
     backend = NumpyBackend()
     spec = Spec.make(workload, backend.name, "cpu", **params)
-    return measure_item(PlanItem(spec, 1), backend, "quick", seed=11, trust=TrustContext(probe_sync=False))
+    with backend.threads(1):  # the thread count it records is the one it runs with
+        return measure_item(PlanItem(spec, 1), backend, RIGORS["quick"], seed=11, trust=TrustContext(probe_sync=False))
 
 
 @pytest.mark.parametrize("workload", list(CASES))

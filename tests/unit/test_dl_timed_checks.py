@@ -17,7 +17,7 @@ from accelbench.results import Spec  # noqa: E402
 from accelbench.runner.execute import TrustContext, measure_item  # noqa: E402
 from accelbench.runner.plan import PlanItem  # noqa: E402
 from accelbench.timing import stats  # noqa: E402
-from accelbench.timing.rigor import RIGORS  # noqa: E402
+from accelbench.timing.rigor import RIGORS, get_rigor  # noqa: E402
 from accelbench.workloads.dl import augment, ddp_worker, training, vgg_infer  # noqa: E402
 from accelbench.workloads.dl.mlp import MLP  # noqa: E402
 
@@ -42,7 +42,7 @@ def _one_thread():
 
 def _measure(workload: str, params: dict, rigor="quick"):
     spec = Spec.make(workload, "torch", "cpu", **params)
-    return measure_item(PlanItem(spec, None), TorchBackend(), rigor, seed=5, trust=TrustContext(probe_sync=False))
+    return measure_item(PlanItem(spec, None), TorchBackend(), get_rigor(rigor), seed=5, trust=TrustContext(probe_sync=False))
 
 
 def _reasons(m) -> str:

@@ -11,6 +11,7 @@ from accelbench.errors import Unsupported  # noqa: E402
 from accelbench.results import Spec  # noqa: E402
 from accelbench.runner.execute import TrustContext, measure_item  # noqa: E402
 from accelbench.runner.plan import PlanItem  # noqa: E402
+from accelbench.timing.rigor import get_rigor  # noqa: E402
 from accelbench.workloads.dl import vgg, vgg_infer  # noqa: E402
 from accelbench.workloads.dl.vgg_infer import VGGInfer  # noqa: E402
 
@@ -85,7 +86,7 @@ def test_unsupported_precisions_and_backends_are_skips_with_reasons():
 
 def measured(params: dict, rigor="quick"):
     spec = Spec.make("vgg-infer", "torch", "cpu", **params)
-    return measure_item(PlanItem(spec, None), TorchBackend(), rigor, seed=11, trust=TrustContext(probe_sync=False))
+    return measure_item(PlanItem(spec, None), TorchBackend(), get_rigor(rigor), seed=11, trust=TrustContext(probe_sync=False))
 
 
 @pytest.fixture(scope="module")

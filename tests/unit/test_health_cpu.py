@@ -77,3 +77,47 @@ def test_exit_codes_a_fault_outranks_a_busy_machine():
     assert exit_code([one(PASS), one(WARN), one(SKIP)]) == 0
     assert exit_code([one(PASS), one(INCONCLUSIVE)]) == 3
     assert exit_code([one(INCONCLUSIVE), one(FAIL)]) == 1
+
+
+def _stream(seconds: float, kernel: str, n: int, threads: int):
+    from synthetic_runs import measurement
+
+    return measurement("stream", "numpy", "cpu", compute_s=seconds, threads=threads, kernel=kernel, n=n,
+                       dtype="float64")
+
+
+def test_history_is_this_machines_own_past_of_the_same_step_not_its_best_anything(tmp_path):
+    """A triad judged against a copy's, a cache-resident array's or another thread count's best
+    would fail a healthy machine: the check's history is the same kernel, threads, and a working
+    set at least as large."""
+    import socket
+
+    from accelbench.health import cpu_perf
+    from accelbench.store.db import Store
+
+    db = tmp_path / "history.sqlite"
+    step = next(s for s in cpu_perf.steps("standard") if s.check == "cpu.stream")
+    big = step.params["n"] * 2
+    triad_2t = _stream(1e-2, "triad", big, 2)
+    with Store(db) as store:
+        run_id = store.start_run({"hostname": socket.gethostname(), "os": "Linux"}, {})
+        for m in (_stream(2e-3, "copy", big, 2), _stream(1e-4, "triad", 2**16, 2), _stream(2e-2, "triad", big, 1),
+                  triad_2t):
+            store.add_result(run_id, m)
+    rate_2t = cpu_perf.rate(triad_2t, "memory_bandwidth")
+    two = cpu_perf.expectation(step, None, 1.0, "", str(db), socket.gethostname(), threads=2)
+    assert two is not None and two.source == "this machine's history" and two.value == rate_2t
+    one = cpu_perf.expectation(step, None, 1.0, "", str(db), socket.gethostname(), threads=1)
+    assert one is not None and one.value == rate_2t / 2  # the 1-thread triad took twice as long
+    assert cpu_perf.expectation(step, None, 1.0, "", str(db), "another-host", threads=2) is None
+    assert cpu_perf.expectation(step, None, 1.0, "", str(tmp_path / "absent.sqlite"), "x", threads=2) is None
+    assert not (tmp_path / "absent.sqlite").exists()  # a check never creates a database
+
+
+def test_the_measurements_use_no_more_cpus_than_slurm_gave_the_job():
+    from accelbench.health.run import usable_cpus
+
+    # a job of 1 CPU where Slurm binds no tasks still sees both cores: measure on 1, expect 1
+    assert usable_cpus({"SLURM_CPUS_ON_NODE": "1"}, {0, 1}, 2) == (1, "1 of 2 CPUs given (SLURM_CPUS_ON_NODE=1)")
+    assert usable_cpus({"SLURM_CPUS_ON_NODE": "4"}, {0, 1}, 8)[0] == 2  # a narrower affinity: cpu.affinity says so
+    assert usable_cpus({}, {0, 1, 2}, 4) == (3, "3 of 4 CPUs usable")

@@ -228,3 +228,35 @@ def test_settle_costs_little_when_nothing_spins():
     settled = quiesce.settle()
     assert settled.settled
     assert time.perf_counter() - start < 0.25  # generous on a loaded CI machine; ~5 ms when idle
+
+
+def test_a_speed_up_that_holds_its_check_states_an_interval_holding_the_ratio_of_medians():
+    # generated cases, the rounds shifted a little (within the slack) or not at all: every interval
+    # shown reaches the independent derivation, and the paired interval alone did not always
+    rng, reached_by_rounds_alone, shown = random.Random(11), 0, 0
+    for _ in range(300):
+        own, base_rounds, cand_rounds = _case(rng, candidate_shift=rng.choice((1.0, 1.03, 0.97)))
+        found = _speedup(own[0], own[1], base_rounds, cand_rounds)
+        if found.contaminated:
+            continue
+        shown += 1
+        medians = paired_check.stats.median(own[0]) / paired_check.stats.median(own[1])
+        assert found.low <= medians <= found.high
+        rounds = pairing_ratio(base_rounds, cand_rounds)
+        assert found.ratio == pytest.approx(rounds.ratio)  # the figure itself stays the paired one
+        reached_by_rounds_alone += rounds.low <= medians <= rounds.high
+    assert shown >= 200 and reached_by_rounds_alone < shown
+
+
+def test_a_side_whose_own_measurement_is_noisy_leaves_the_paired_interval_as_it_is():
+    rng = random.Random(5)
+    own, base_rounds, cand_rounds = _case(rng, candidate_shift=1.03)
+    noisy = _speedup(own[0], own[1], base_rounds, cand_rounds, verdicts=("noisy", "valid"))
+    rounds = pairing_ratio(base_rounds, cand_rounds)
+    assert (noisy.low, noisy.high) == (rounds.low, rounds.high)
+
+
+def pairing_ratio(base_rounds, cand_rounds):
+    from accelbench.runner.speedups import paired_ratio_ci
+
+    return paired_ratio_ci(base_rounds, cand_rounds)

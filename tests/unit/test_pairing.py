@@ -24,10 +24,11 @@ from accelbench.report.analysis import analyse
 from accelbench.report.derived import derived_figures
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem, build_plan, usable_cpus
-from accelbench.session import run_plan
+from accelbench.session import RunConfig, run_plan
 from accelbench.runner.speedups import CPU_ALL_CORES, paired_ratio_ci, unpaired_ratio_ci
 from accelbench.store.db import Store
 from accelbench.timing import checkpoint
+from accelbench.timing.rigor import RIGORS
 
 pytestmark = pytest.mark.slow  # seconds each: `pytest -m "not slow"` leaves them out
 
@@ -168,7 +169,7 @@ def test_analysis_uses_paired_rounds_and_marks_the_rest_unpaired():
 def _measured(backend, threads, n=64):
     spec = Spec.make("matmul", "numpy", "cpu", n=n, dtype="float64", threads=threads)
     with backend.threads(threads):
-        return measure_item(PlanItem(spec, threads), backend, "quick", seed=3, trust=TrustContext(probe_sync=False))
+        return measure_item(PlanItem(spec, threads), backend, RIGORS["quick"], seed=3, trust=TrustContext(probe_sync=False))
 
 
 class _List(list):
@@ -192,10 +193,10 @@ def test_a_paired_block_with_a_wrong_output_is_not_counted():
     one, two = _measured(honest, 1), _measured(honest, 2)
     assert one.valid and two.valid
     store = _List()
-    pairing.pair_speedups([one, two], {"numpy": honest}, store, "run", "quick", seed=3)
+    pairing.pair_speedups([one, two], {"numpy": honest}, store, "run", RIGORS["quick"], seed=3)
     assert store and all(p.baseline_s and len(p.baseline_s) >= 6 for p in store)
     store = _List()
-    pairing.pair_speedups([one, two], {"numpy": WrongWhenPaired()}, store, "run", "quick", seed=3)
+    pairing.pair_speedups([one, two], {"numpy": WrongWhenPaired()}, store, "run", RIGORS["quick"], seed=3)
     assert store and all(not p.baseline_s and "failed its check" in p.note for p in store)
 
 
@@ -217,7 +218,7 @@ def test_a_stop_during_pairing_keeps_what_was_stored(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pairing, "pair_group", stop_after_first)
     try:
-        results = run_plan(_plan([48, 64]), {"numpy": NumpyBackend()}, rigor="quick", db=str(db), telemetry=False)
+        results = run_plan(_plan([48, 64]), {"numpy": NumpyBackend()}, RunConfig.of("quick", db=str(db), telemetry=False))
     finally:
         checkpoint.clear_stop()
     assert results.interrupted and len(groups) == 2

@@ -10,10 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelbench.backends.base import Availability, Backend
+from accelbench.backends.base import Availability
 from accelbench.backends.device_reach import with_backend_reach
 from accelbench.devices import frameworks, opencl, opencl_build
 from accelbench.runner.reach import UnreachedDevices, unreached_devices
+from fakes import HostArrayBackend
 from recorded_gpus import SM_50_TO_90, fake_cuda_torch, nvml_devices
 
 CPU_ONLY_FIX = "install a CUDA build of torch (https://pytorch.org/get-started/locally/)"
@@ -125,7 +126,7 @@ def test_cupy_not_installed_is_the_reason():
     assert backend.unreached_reason(nvml_devices("k40m")[0]) == "cupy is not installed: pip install accelbench[cupy]"
 
 
-class _Plugin(Backend):
+class _Plugin(HostArrayBackend):
     name = "plugin"
 
     def __init__(self, explain):

@@ -13,6 +13,7 @@ import pytest
 from accelbench.backends import registry
 from accelbench.backends.base import Availability, Backend
 from accelbench.errors import UsageError
+from fakes import HostArrayBackend
 
 BUILTINS = ["numpy", "torch", "jax", "cupy", "pyopencl", "keras-torch", "keras-jax"]
 
@@ -56,9 +57,10 @@ def test_unreadable_metadata_does_not_stop_discovery(monkeypatch):
 
 def test_a_third_party_backend_is_found_through_its_entry_point(monkeypatch, tmp_path):
     (tmp_path / "thirdparty_backend.py").write_text(textwrap.dedent("""
-        from accelbench.backends.base import Availability, Backend
+        from accelbench.backends.base import Availability
+        from fakes import HostArrayBackend
 
-        class Accel(Backend):
+        class Accel(HostArrayBackend):
             name = "accel"
             def availability(self):
                 return Availability(True)
@@ -100,9 +102,9 @@ def test_available_backends_reports_every_backend_without_raising():
 def test_a_broken_plugin_is_unavailable_with_its_error(monkeypatch, tmp_path):
     (tmp_path / "broken_backend.py").write_text("raise OSError('libaccel.so: cannot open shared object file')\n")
     (tmp_path / "flaky_backend.py").write_text(textwrap.dedent("""
-        from accelbench.backends.base import Backend
+        from fakes import HostArrayBackend
 
-        class Flaky(Backend):
+        class Flaky(HostArrayBackend):
             name = "flaky"
             def availability(self):
                 raise RuntimeError("driver crashed while probing")
@@ -119,7 +121,7 @@ def test_a_broken_plugin_is_unavailable_with_its_error(monkeypatch, tmp_path):
 
 
 def test_register_backend_in_process():
-    class Fake(Backend):
+    class Fake(HostArrayBackend):
         name = "fake"
 
         def availability(self):
@@ -127,6 +129,61 @@ def test_register_backend_in_process():
 
     registry.register_backend("fake", Fake)
     assert "fake" in registry.backend_names() and isinstance(registry.get_backend("fake"), Fake)
+
+
+PARTIAL_PLUGIN = """
+from accelbench.backends.base import Availability, Backend
+
+class Partial(Backend):
+    name = "partial"
+    def availability(self):
+        return Availability(True)
+    def device_ids(self):
+        return ["cpu"]
+    def from_host(self, array, device, pinned=False):
+        return array
+    def to_host(self, array):
+        return array
+    def random(self, shape, dtype, device, seed):
+        return None
+    def empty(self, shape, dtype, device):
+        return None
+
+class NotABackend:
+    name = "duck"
+"""
+
+
+def test_a_plugin_missing_a_required_method_is_refused_when_loaded_naming_it_and_the_method(monkeypatch, tmp_path):
+    from accelbench.session import load_backends
+
+    (tmp_path / "partial_backend.py").write_text(PARTIAL_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _entry_points(monkeypatch, ("partial", "partial_backend:Partial"), ("duck", "partial_backend:NotABackend"))
+    with pytest.raises(registry.BackendLoadError) as caught:
+        registry.backend_class("partial")
+    assert str(caught.value) == ("backend 'partial' (partial_backend:Partial) does not implement astype, location "
+                                 "(required of every backend: accelbench.backends.base.Backend)")
+    report = registry.available_backends()  # listed as unavailable, with that reason: never a skip mid-run
+    assert not report["partial"].ok and "does not implement astype, location" in report["partial"].reason
+    assert not report["duck"].ok and "is not a subclass of accelbench.backends.base.Backend" in report["duck"].reason
+    loaded = load_backends(["partial", "numpy"])
+    assert not isinstance(loaded["partial"], Backend) and not loaded["partial"].availability().ok
+    assert loaded["partial"].device_ids() == [] and isinstance(loaded["numpy"], Backend)
+
+
+def test_registering_a_class_missing_a_required_method_fails_at_once():
+    class NoLocation(HostArrayBackend):
+        pass
+
+    del_location = {k: v for k, v in vars(HostArrayBackend).items() if k != "location"}
+    incomplete = type("Incomplete", (Backend,), del_location)
+    with pytest.raises(registry.BackendLoadError, match=r"backend 'incomplete' \(.*Incomplete\) does not "
+                                                       r"implement location \("):
+        registry.register_backend("incomplete", incomplete)
+    assert "incomplete" not in registry.backend_names()
+    registry.register_backend("complete", NoLocation)  # inherits every method it needs: accepted
+    assert registry.get_backend("complete").location(None) == "cpu"
 
 
 def test_importing_listing_and_creating_backends_loads_no_framework():

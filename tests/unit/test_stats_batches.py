@@ -6,6 +6,7 @@ from fakes import FakeBackend, FakeClock
 
 from accelbench.timing import bursts, stats
 from accelbench.timing.harness import measure
+from accelbench.timing.rigor import RIGORS
 
 
 @pytest.mark.parametrize("df, expected", [(4, 2.776), (6, 2.447), (9, 2.262), (30, 2.042)])
@@ -70,7 +71,7 @@ def test_the_harness_flags_a_burst_and_does_not_stop_on_a_target_the_batches_mis
     clock = FakeClock(jitter=0.01, seed=2)
     # 1 ms calls, 2 per sample from call 8; calls 14-19 take 3 ms: a neighbour held the core
     backend = FakeBackend(clock, kernel_s=lambda i: 3e-3 if 14 <= i < 20 else 1e-3)
-    timing = measure(lambda: backend.kernel(), lambda: None, clock=clock, rigor="quick")
+    timing = measure(lambda: backend.kernel(), lambda: None, clock=clock, rigor=RIGORS["quick"])
     assert any(w.startswith("bursts: 3 of") for w in timing.warnings)
     samples = timing.samples_s
     order_stop = next(n for n in range(10, len(samples) + 1)
@@ -82,5 +83,5 @@ def test_the_harness_flags_a_burst_and_does_not_stop_on_a_target_the_batches_mis
 
 def test_steady_samples_raise_no_burst_and_meet_the_target():
     steady = FakeBackend(FakeClock(jitter=0.01, seed=2), kernel_s=1e-3)
-    quiet = measure(lambda: steady.kernel(), lambda: None, clock=steady.clock, rigor="quick")
+    quiet = measure(lambda: steady.kernel(), lambda: None, clock=steady.clock, rigor=RIGORS["quick"])
     assert not any(w.startswith("bursts:") for w in quiet.warnings) and quiet.target_met

@@ -235,3 +235,8 @@ class NumpyArrays(ArrayNamespace):
         """[function(item) for item in items] on the threads `backend.threads()` set (in item order)."""
         run = getattr(self.backend, "map_on_threads", None)
         return run(function, items) if run is not None else [function(item) for item in items]
+
+    def parallel_width(self) -> int:
+        """How many items parallel_map runs at once now: the CPU threads `backend.threads()` set."""
+        threads = getattr(self.backend, "cpu_threads", None)
+        return threads() if threads is not None else 1

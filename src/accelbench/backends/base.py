@@ -8,6 +8,7 @@ Device ids are accelbench's ("cpu", "cuda:0", "mps", "opencl:0:0"), the same as 
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 from dataclasses import dataclass
@@ -26,8 +27,14 @@ class Availability:
     reason: str = ""
 
 
-class Backend:
-    """Base class; subclasses set `name` and override what their framework does differently."""
+class Backend(abc.ABC):
+    """Base class; subclasses set `name` and override what their framework does differently.
+
+    The abstract methods are the contract every backend keeps (REQUIRED_METHODS): mypy refuses to
+    create a backend without them, and the registry refuses to load one (backends/registry.py),
+    naming the plugin and what it lacks. The timed ops (matmul ... elementwise) and the kernel
+    calls are capabilities: a backend without one is skipped for the workloads that need it.
+    """
 
     name: str = ""
     #: True where kernels run asynchronously to the host (so timing without sync would be wrong)
@@ -37,9 +44,11 @@ class Backend:
     kernel_language: str | None = None
 
     # -- discovery -------------------------------------------------------------------------
+    @abc.abstractmethod
     def availability(self) -> Availability:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def device_ids(self) -> list[str]:
         """accelbench ids of the devices this backend reaches (empty when unavailable)."""
         raise NotImplementedError
@@ -67,9 +76,11 @@ class Backend:
         return None
 
     # -- data movement ---------------------------------------------------------------------
+    @abc.abstractmethod
     def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def to_host(self, array: Any) -> np.ndarray:
         raise NotImplementedError
 
@@ -82,6 +93,7 @@ class Backend:
     def supports_pinned(self, device: str) -> bool:
         return False
 
+    @abc.abstractmethod
     def location(self, array: Any) -> str:
         """The accelbench id of the device `array` lives on."""
         raise NotImplementedError
@@ -115,13 +127,16 @@ class Backend:
         whose framework spells them otherwise than numpy returns its own ArrayNamespace subclass."""
         return None if self.namespace(device) is None else ArrayNamespace(self, device)
 
+    @abc.abstractmethod
     def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
         """Uniform [-1, 1) random numbers made on the device (never zeros, never copied from host)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def astype(self, array: Any, dtype: str) -> Any:
         """A copy of `array` in `dtype` (one of DTYPES), on the same device."""
         raise NotImplementedError
@@ -160,6 +175,17 @@ class Backend:
     def threads(self, count: int | None) -> Iterator[int | None]:
         """Run the block with `count` CPU threads (None: leave as is); yields the count in force."""
         yield count
+
+
+REQUIRED_METHODS = tuple(sorted(Backend.__abstractmethods__))
+
+
+def missing_methods(cls: object) -> tuple[str, ...]:
+    """What a backend class lacks of the contract: every required method it leaves abstract (all of
+    them for a class that is not a Backend at all); () for a complete one."""
+    if not isinstance(cls, type) or not issubclass(cls, Backend):
+        return REQUIRED_METHODS
+    return tuple(sorted(getattr(cls, "__abstractmethods__", ())))
 
 
 class LazyFramework:

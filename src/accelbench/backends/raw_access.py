@@ -8,7 +8,11 @@ none of these know can only be written through the backend, and the result says 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import numpy as np
+
+SCATTER_EVERY = 512  # poison_scattered: one element in this many (at least one)
 
 _FILLERS = {
     "numpy": lambda a: a.__setitem__(Ellipsis, float("nan")),
@@ -36,6 +40,37 @@ def poison(array: Any) -> bool:
         if not str(getattr(array, "dtype", "")).replace("torch.", "").startswith(("float", "bfloat")):
             return False
         filler(array)
+    except Exception:  # noqa: BLE001 - read-only or odd arrays are simply not poisoned
+        return False
+    return True
+
+
+def poison_scattered(array: Any, draw: Callable[[int, int], Any]) -> bool:
+    """NaN into a few elements drawn at random (`draw(size, count)`: flat indices), through the
+    framework; False where it cannot (then `poison` fills it all).
+
+    A backend that rewrites part of its output can sample a few elements to see a whole-buffer
+    poison coming and do the full work only then; it cannot sample its way to a few elements in a
+    thousand: a call that leaves any of them unwritten fails the check."""
+    framework = _framework(array)
+    if framework not in ("numpy", "torch", "cupy") or not getattr(array, "ndim", 0):
+        return False
+    size = int(getattr(array, "size", 0) if framework != "torch" else array.numel())
+    if size == 0 or not str(getattr(array, "dtype", "")).replace("torch.", "").startswith(("float", "bfloat")):
+        return False
+    count = max(1, min(size, -(-size // SCATTER_EVERY)))
+    where = tuple(np.unravel_index(np.asarray(draw(size, count), dtype=np.int64), tuple(array.shape)))
+    try:
+        if framework == "numpy":
+            array[where] = np.nan
+        elif framework == "torch":
+            import torch
+
+            array[tuple(torch.as_tensor(w, device=array.device) for w in where)] = float("nan")
+        else:
+            import cupy
+
+            array[tuple(cupy.asarray(w) for w in where)] = float("nan")
     except Exception:  # noqa: BLE001 - read-only or odd arrays are simply not poisoned
         return False
     return True

@@ -8,9 +8,10 @@ by `get_backend`, and its framework only when the backend itself needs it.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from accelbench.backends.base import Availability, Backend
+from accelbench.backends.base import Availability, Backend, missing_methods
 from accelbench.errors import UsageError
 from accelbench.plugins import BACKENDS_GROUP, import_target, plugin_targets
 
@@ -28,17 +29,17 @@ BUILTIN_BACKENDS: dict[str, str] = {
 }
 
 _instances: dict[str, Backend] = {}
-_registered: dict[str, Any] = {}  # in-process additions: name -> class or "module:Class"
+_registered: dict[str, type[Backend] | str] = {}  # in-process additions: name -> class or "module:Class"
 
 
 class BackendLoadError(ImportError):
     """A backend's own module or class could not be loaded (not: its framework is missing)."""
 
 
-def _targets() -> dict[str, Any]:
+def _targets() -> dict[str, type[Backend] | str]:
     """Every known backend: built-ins, then entry points (plugins.plugin_targets: none may take a
     built-in's name), then those registered in this process (which may)."""
-    targets: dict[str, Any] = plugin_targets(ENTRY_POINT_GROUP, BUILTIN_BACKENDS)
+    targets: dict[str, type[Backend] | str] = dict(plugin_targets(ENTRY_POINT_GROUP, BUILTIN_BACKENDS))
     targets.update(_registered)
     return targets
 
@@ -65,8 +66,11 @@ def default_backend_names() -> list[str]:
     return names
 
 
-def register_backend(name: str, target: Any) -> None:
-    """Add (or replace) a backend in this process: a Backend subclass or "module:Class"."""
+def register_backend(name: str, target: type[Backend] | str) -> None:
+    """Add (or replace) a backend in this process: a Backend subclass or "module:Class" (checked
+    when first loaded). A class that lacks part of the contract is refused here: BackendLoadError."""
+    if not isinstance(target, str):
+        _complete(name, target, target)
     _registered[name] = target
     _instances.pop(name, None)
 
@@ -75,18 +79,31 @@ def _unknown(name: str) -> UsageError:
     return UsageError(f"unknown backend {name!r}; accepted: {', '.join(backend_names())}")
 
 
-def _import_target(name: str, target: str) -> type:
+def _import_target(name: str, target: str) -> type[Backend]:
     try:
         value: Any = import_target(target)
     except Exception as error:  # noqa: BLE001 - any failure here is the plugin's, reported as such
         raise BackendLoadError(
             f"backend {name!r} could not be loaded from {target!r}: {type(error).__name__}: {error}"
         ) from error
-    return value
+    return _complete(name, target, value)
 
 
-def backend_class(name: str) -> type:
-    """The Backend class registered under `name`, imported now."""
+def _complete(name: str, target: object, cls: object) -> type[Backend]:
+    """`cls`, once it is a Backend keeping the whole contract; else BackendLoadError naming the
+    plugin and each method it lacks (found now, not as a skip in the middle of a run)."""
+    where = target if isinstance(target, str) else f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', '?')}"
+    if not isinstance(cls, type) or not issubclass(cls, Backend):
+        raise BackendLoadError(f"backend {name!r} ({where}) is not a subclass of accelbench.backends.base.Backend")
+    missing = missing_methods(cls)
+    if missing:
+        raise BackendLoadError(f"backend {name!r} ({where}) does not implement {', '.join(missing)} "
+                               "(required of every backend: accelbench.backends.base.Backend)")
+    return cls
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The Backend class registered under `name`, imported now and checked against the contract."""
     targets = _targets()
     if name not in targets:
         raise _unknown(name)
@@ -107,6 +124,24 @@ def get_backend(name: str) -> Backend:
         except Exception as error:  # noqa: BLE001 - a constructor that fails is a broken plugin
             raise BackendLoadError(f"backend {name!r} failed to start: {type(error).__name__}: {error}") from error
     return _instances[name]
+
+
+class BrokenBackend:
+    """Stands in for a backend whose module failed to load (or broke the contract): unavailable,
+    with the reason, so a run and `accelbench list` say why instead of stopping."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self.reason = name, reason
+
+    def availability(self) -> Availability:
+        return Availability(False, self.reason)
+
+    def device_ids(self) -> list[str]:
+        return []
+
+
+#: backends a run was asked for, by name: each loaded, or a BrokenBackend saying why not
+Listed = Mapping[str, "Backend | BrokenBackend"]
 
 
 def availability(name: str) -> Availability:

@@ -5,6 +5,9 @@ not measured. Gathers the results folder first (importing again adds nothing).
 
 Exit status, for cron and CI: 0 nothing found; 1 a node counted by --fail-on (default: outlier,
 failed); 3 nothing counted but jobs are still queued or running.
+
+A health-check sweep (`submit --each-node check`) is shown as its table of node verdicts instead
+(cluster/check_sweep.py), with the check's exit status: 1 a node FAIL, 3 inconclusive, else 0.
 """
 from __future__ import annotations
 
@@ -79,6 +82,11 @@ def run(args) -> int:
     folder = Path(args.results_dir or DEFAULT_RESULTS_DIR).expanduser().absolute()
     if args.results_dir and not manifest_path(folder).exists():
         raise UsageError(f"{folder}: no job manifest here; accepted: the --results-dir of an `accelbench submit`")
+    checks = _check_sweep(folder, args.submission)
+    if checks:  # a health-check sweep (`submit --each-node check`): verdicts, no database
+        from accelbench.cli.submit_cmd import report_checks
+
+        return report_checks(folder, checks, None, checks[-1].submission, as_json=args.json)
     with Store(args.db) as store:
         if manifest_path(folder).exists():
             from accelbench.cluster.gather import gather, select
@@ -110,6 +118,20 @@ def run(args) -> int:
     if found:
         return EXIT_FOUND
     return EXIT_STILL_RUNNING if view.nodes("pending") else 0
+
+
+def _check_sweep(folder, submission: str) -> list:
+    """The chosen submission's records when it is a health-check sweep, else []."""
+    from accelbench.cluster.gather import select
+    from accelbench.cluster.manifest import CHECK, load_manifest, manifest_path
+
+    if not manifest_path(folder).exists():
+        return []
+    manifest = load_manifest(folder)
+    if not manifest:  # nothing submitted yet: the benchmark view says so (after opening the database)
+        return []
+    records = select(manifest, submission)
+    return records if records and all(r.kind == CHECK for r in records) else []
 
 
 def print_fleet(view, out=None) -> None:

@@ -78,10 +78,10 @@ def _run(args) -> int:
     from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
-    from accelbench.session import load_backends, run_plan
+    from accelbench.session import RunConfig, load_backends, run_plan
     from accelbench.vocabulary import DEFAULT_SEED
     from accelbench.runner.plan import build_plan
-    from accelbench.session import _host_memory_bytes
+    from accelbench.session import host_memory_bytes
     from accelbench.store.db import Store
 
     suite = not args.workloads
@@ -94,7 +94,7 @@ def _run(args) -> int:
         plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
                           dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
                           devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
-                          host_memory_bytes=_host_memory_bytes(), known_devices={d.id for d in inventory.devices})
+                          host_memory_bytes=host_memory_bytes(), known_devices={d.id for d in inventory.devices})
     except UsageError as error:  # `--device cuda:0` with a CPU-only torch: say why, not only "no"
         raise UsageError(_why_unreachable(str(error), backends, args.db)) from error
     if not plan.items:
@@ -112,10 +112,10 @@ def _run(args) -> int:
     # the epoch lines and a live progress bar would overwrite each other
     with _progress(len(plan.items), disabled=args.no_progress or getattr(args, "verbose", False)) as (on_start, on_done):
         seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
-        results = run_plan(plan, backends, rigor=rigor, db=args.db, seed=seed,
-                           selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
-                           telemetry=not args.no_telemetry, inventory=inventory,
-                           timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout)
+        results = run_plan(plan, backends, RunConfig.of(
+            rigor, db=args.db, seed=seed, selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
+            telemetry=not args.no_telemetry, inventory=inventory,
+            timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout))
     if args.json:
         from accelbench.report.derived import finite
         from accelbench.timing.contention import run_notice

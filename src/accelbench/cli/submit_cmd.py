@@ -3,6 +3,10 @@
 Each job runs `python -m accelbench run <selection>` on its node and exports the run into the
 results folder (which must be on a filesystem the nodes share); `accelbench gather` (or --wait)
 brings the results into the local database. docs/cluster.md describes the options in full.
+
+`accelbench submit --each-node check` runs the health check (`accelbench check --json`) on every
+node instead, and with --wait prints one table of each node's verdict and failing checks
+(cluster/check_sweep.py; docs/health-check.md); `accelbench fleet DIR` prints it again later.
 """
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import sys
 from pathlib import Path
 
 from accelbench.cluster import DEFAULT_RESULTS_DIR, DEFAULT_WAIT_TIMEOUT_S
+from accelbench.cluster.manifest import CHECK, RUN
+from accelbench.health.model import LEVELS
 
 
 def add_arguments(parser) -> None:
@@ -19,8 +25,11 @@ def add_arguments(parser) -> None:
     from accelbench.vocabulary import RIGOR_NAMES
 
     sel = parser.add_argument_group("what each job runs (the options of `accelbench run`)")
-    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=validate.workloads,
-                     action=validate.Flatten, help="workloads (default: the quick suite)")
+    sel.add_argument("workloads", nargs="*", metavar="WORKLOAD", type=workloads_or_check,
+                     action=validate.Flatten, help="workloads (default: the quick suite), or `check`: the "
+                                                   "health check on each node (docs/health-check.md)")
+    sel.add_argument("--check-level", choices=LEVELS, default="quick",
+                     help="with `check`: the check's level (default quick: seconds per node)")
     sel.add_argument("--sizes", type=validate.sizes, help="comma-separated sizes, as for `accelbench run`")
     sel.add_argument("--dtype", type=validate.DTYPES, help=f"comma-separated dtypes ({', '.join(DTYPES)})")
     sel.add_argument("--device", type=validate.DEVICES, help="comma-separated device ids, as the nodes' `accelbench info` shows them")
@@ -30,6 +39,29 @@ def add_arguments(parser) -> None:
     sel.add_argument("--seed", type=validate.SEED, help=f"seed for the random inputs, 0 to {validate.MAX_SEED}")
     add_slurm_arguments(parser)
     add_wait_arguments(parser)
+
+
+def workloads_or_check(text: str) -> list[str]:
+    """`check` alone (the health check), else workload names as `accelbench run` takes them."""
+    from accelbench.cli import validate
+
+    return [CHECK] if text.strip() == CHECK else validate.workloads(text)
+
+
+def is_check(args) -> bool:
+    from accelbench.errors import UsageError
+
+    if CHECK not in args.workloads:
+        return False
+    if args.workloads != [CHECK]:
+        raise UsageError("`check` runs the health check and takes no workloads beside it; accepted: "
+                         "`accelbench submit --each-node check`, or workloads without `check`")
+    given = [f"--{name.replace('_', '-')}" for name in ("sizes", "dtype", "device", "backend", "rigor", "seed")
+             if getattr(args, name) is not None] + (["--quick"] if args.quick else [])
+    if given:
+        raise UsageError(f"{', '.join(given)}: options of `accelbench run`, not of `check` (it checks every "
+                         f"device at --check-level)")
+    return True
 
 
 def add_slurm_arguments(parser) -> None:
@@ -84,6 +116,8 @@ def run_arguments(args) -> list[str]:
     from accelbench.runner.plan import parse_list, parse_sizes
     from accelbench.workloads.registry import workload_names
 
+    if is_check(args):
+        return ["--level", args.check_level]
     for name in args.workloads:
         if name not in workload_names():
             raise UsageError(f"unknown workload {name!r}; accepted: {', '.join(workload_names())}")
@@ -119,7 +153,8 @@ def _settings(args, results_dir: Path):
         workdir=Path.cwd(), time=check_option("--time", args.time), exclusive=args.exclusive,
         cpus_per_task=args.cpus_per_task, account=check_option("--account", args.account),
         qos=check_option("--qos", args.qos),
-        extra_sbatch=tuple(check_option("--sbatch-arg", option) for option in args.sbatch_arg)))
+        extra_sbatch=tuple(check_option("--sbatch-arg", option) for option in args.sbatch_arg),
+        kind=CHECK if is_check(args) else RUN))
 
 
 def _targets(args):
@@ -176,7 +211,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
                            script=str(script.relative_to(settings.results_dir)),
                            submitted_at=utc_now_iso(), command=settings.run_args,
                            job_id=sent.job_id, rejected=None if sent.job_id else sent.message,
-                           node_info=_node_info(sweep, target.node))
+                           node_info=_node_info(sweep, target.node), kind=settings.kind)
         add_jobs(settings.results_dir, [record])
         records.append(record)
         if sent.job_id:
@@ -219,7 +254,7 @@ def record_unmeasured(settings, sweep, submission: str, jobs: int, out) -> list:
 
     records = [JobRecord(submission=submission, index=jobs + i, target=Target(node=node.name), script="",
                          submitted_at=utc_now_iso(), command=settings.run_args, node_info=node.info(),
-                         unmeasured=node.why_not_measured())
+                         unmeasured=node.why_not_measured(), kind=settings.kind)
                for i, node in enumerate(sweep.unmeasured, start=1)]
     if records:
         add_jobs(settings.results_dir, records)
@@ -248,10 +283,32 @@ def run(args) -> int:
           f"; results folder {results_dir}")
     if not args.wait:
         if job_ids:
-            print(f"when they finish: accelbench gather {_shown(results_dir)} --submission {submission}")
+            then = "fleet" if settings.kind == CHECK else "gather"
+            print(f"when they finish: accelbench {then} {_shown(results_dir)} --submission {submission}")
         return 1 if refused else 0
     known, _ = wait_and_report(job_ids, timeout_s=args.timeout, poll_s=args.poll, records=records)
+    if settings.kind == CHECK:
+        return report_checks(results_dir, records, known, submission)
     return gather_and_report(results_dir, args.db, records=records, known=known)
+
+
+def report_checks(results_dir: Path, records: list, known, submission: str, as_json: bool = False, out=None) -> int:
+    """A check sweep's table (or JSON): each node's verdict and the checks that did not pass."""
+    import json
+
+    from accelbench.cluster import check_sweep
+    from accelbench.terminal import plain_width, printable
+
+    out = out or sys.stdout
+    rows, slurm_error = check_sweep.sweep(results_dir, records, known)
+    if slurm_error:
+        print(printable(f"note: Slurm could not be asked ({slurm_error}); states come from the files"),
+              file=sys.stderr if as_json else out)
+    if as_json:
+        print(json.dumps(check_sweep.to_dict(rows, submission), indent=1), file=out)
+    else:
+        check_sweep.render(rows, submission, out, plain_width(out))
+    return check_sweep.exit_code(rows)
 
 
 def _shown(folder: Path) -> str:

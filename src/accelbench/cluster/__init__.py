@@ -12,7 +12,8 @@ targets (the job matrix), nodes (the cluster's nodes: `submit --each-node`'s cho
 drained ones), script (the batch script), manifest (the JSON job list), slurm (sbatch, queries,
 waiting), gather (states + one-transaction imports into the store), outliers (the robust rule
 that finds slow nodes), fleet (`accelbench fleet`: per node type, each node beside its type's
-median) and fleet_html (its page).
+median), fleet_html (its page) and check_sweep (`submit --each-node check`: each node's health
+check verdict and failing checks in one table).
 """
 
 DEFAULT_RESULTS_DIR = "accelbench-results"   # the shared folder `submit` writes and `gather` reads

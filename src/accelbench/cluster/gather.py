@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from accelbench.cluster.manifest import (RESULT_PATTERN, STATUS_PATTERN, STDERR_PATTERN,
+from accelbench.cluster.manifest import (RESULT_PATTERN, RUN, STATUS_PATTERN, STDERR_PATTERN,
                                          STDOUT_PATTERN, JobRecord, OutsideResults, load_manifest,
                                          record_states)
 from accelbench.cluster.slurm import Runner, query, run_command
@@ -263,6 +263,7 @@ def gather(results_dir: str | Path, store, runner: Runner = run_command,
     """
     folder = Path(results_dir)
     records = load_manifest(folder) if records is None else records
+    records = [r for r in records if r.kind == RUN]  # check jobs leave verdicts, not results: check_sweep
     slurm_error = ""
     if known is None:
         try:

@@ -12,6 +12,7 @@ Layout of a results folder (the job id fills in J):
     logs/J.out, logs/J.err   the job's stdout and stderr
     jobs/J.json              `accelbench export` of the job's run (the results)
     jobs/J.status.json       exit codes, node, partition: written by the job as its last act
+    jobs/J.check.json        `accelbench check --json` of a check job (`submit --each-node check`)
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ STDOUT_PATTERN = "logs/{job_id}.out"
 STDERR_PATTERN = "logs/{job_id}.err"
 RESULT_PATTERN = "jobs/{job_id}.json"
 STATUS_PATTERN = "jobs/{job_id}.status.json"
+CHECK_PATTERN = "jobs/{job_id}.check.json"
+RUN, CHECK = "run", "check"   # what a job runs: a benchmark (`accelbench run`) or a health check
 # a Slurm job id: digits, or digits_digits for one task of a job array; it names files, so nothing else
 JOB_ID = re.compile(r"[0-9]+(_[0-9]+)?")
 
@@ -77,6 +80,7 @@ class JobRecord:
     last_state: dict[str, str] = field(default_factory=dict)  # last JobState seen, for after Slurm forgets
     node_info: dict[str, str] = field(default_factory=dict)   # --each-node: the node's features, gres, state
     unmeasured: str | None = None    # --each-node: why no job was sent to this node (down, drained: Slurm's reason)
+    kind: str = RUN                  # RUN (results to import) or CHECK (a health report, jobs/J.check.json)
 
     def path(self, results_dir: Path, pattern: str) -> Path:
         """A file of this job in the results folder; refused (UsageError) anywhere else."""
@@ -92,7 +96,7 @@ class JobRecord:
                 "target": self.target.to_dict(), "script": self.script,
                 "submitted_at": self.submitted_at, "command": list(self.command),
                 "rejected": self.rejected, "last_state": dict(self.last_state),
-                "node_info": dict(self.node_info), "unmeasured": self.unmeasured}
+                "node_info": dict(self.node_info), "unmeasured": self.unmeasured, "kind": self.kind}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> "JobRecord":
@@ -108,7 +112,8 @@ class JobRecord:
                        rejected=None if data.get("rejected") is None else str(data["rejected"]),
                        last_state={str(k): str(v) for k, v in (data.get("last_state") or {}).items()},
                        node_info={str(k): str(v) for k, v in (data.get("node_info") or {}).items()},
-                       unmeasured=None if data.get("unmeasured") is None else str(data["unmeasured"]))
+                       unmeasured=None if data.get("unmeasured") is None else str(data["unmeasured"]),
+                       kind=CHECK if data.get("kind") == CHECK else RUN)  # older manifests: benchmarks
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: not a job record ({exc!r}); accepted: a manifest written "
                              f"by `accelbench submit`") from None

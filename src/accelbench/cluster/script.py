@@ -6,6 +6,10 @@ The script keeps going after a failed run, so a partial run (interrupted, say) i
 and always writes jobs/J.status.json with both exit codes: that file tells `accelbench gather`
 what happened even after Slurm has forgotten the job. The job's exit status is the first
 non-zero of the two, so Slurm marks a failed benchmark FAILED.
+
+A check job (`submit --each-node check`) runs `accelbench check --json` instead and keeps its
+report (jobs/J.check.json) whatever the verdict: a faulty node is a finding, not a failed job.
+The job fails only when the check could not give a verdict (bad usage, a crash, no report).
 """
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.cluster.manifest import RESULT_PATTERN, STATUS_PATTERN, STDERR_PATTERN, STDOUT_PATTERN
+from accelbench.cluster.manifest import (CHECK, CHECK_PATTERN, RESULT_PATTERN, RUN, STATUS_PATTERN,
+                                         STDERR_PATTERN, STDOUT_PATTERN)
 from accelbench.cluster.sbatch_values import (CONTROL, check_directive, check_no_control, check_node_name,
                                               check_option, check_path)
 from accelbench.cluster.targets import Target
@@ -35,6 +40,7 @@ class JobSettings:
     account: str | None = None
     qos: str | None = None
     extra_sbatch: tuple[str, ...] = ()  # --sbatch-arg, passed as given
+    kind: str = RUN               # RUN: `accelbench run` + export; CHECK: `accelbench check --json`
 
 
 def _slurm_path(results_dir: Path, pattern: str) -> str:
@@ -95,6 +101,8 @@ def render_script(settings: JobSettings, target: Target, note: str) -> str:
     python = shlex.quote(settings.python)
     run = " ".join(shlex.quote(a) for a in settings.run_args)
     lines = ["#!/bin/bash"] + [f"#SBATCH {option}" for option in sbatch_directives(settings, target)]
+    if settings.kind == CHECK:
+        return "\n".join(lines + [f"# {CONTROL.sub('?', note)}"] + _check_body(python, run, settings)) + "\n"
     lines += [
         f"# {CONTROL.sub('?', note)}",
         "# written by `accelbench submit`: one benchmark run on one node, exported for `accelbench gather`",
@@ -119,3 +127,29 @@ def render_script(settings: JobSettings, target: Target, note: str) -> str:
         'exit "$export_rc"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def _check_body(python: str, args: str, settings: JobSettings) -> list[str]:
+    """A health check's job: its JSON report kept whatever the verdict (exit 0 healthy, 1 a fault,
+    3 inconclusive are all verdicts); the job fails only when no verdict came out."""
+    return [
+        "# written by `accelbench submit ... check`: one health check on one node, for `accelbench fleet`",
+        "set -u",
+        f"results={shlex.quote(str(settings.results_dir))}",
+        f"check={_job_file(CHECK_PATTERN)}",
+        f"status={_job_file(STATUS_PATTERN)}",
+        'node="${SLURMD_NODENAME:-$(hostname -s)}"',
+        'echo "accelbench check job $SLURM_JOB_ID on $node (partition ${SLURM_JOB_PARTITION:-?}), started $(date -Is)"',
+        "check_rc=0",
+        f'{python} -m accelbench check {args} --json > "$check.tmp" || check_rc=$?',
+        'run_rc=$check_rc',
+        'case $check_rc in 0|1|3) if [ -s "$check.tmp" ]; then mv "$check.tmp" "$check" && run_rc=0; fi ;; esac',
+        'if [ "$run_rc" -eq 0 ] && [ ! -f "$check" ]; then run_rc=1; fi  # a verdict without its report',
+        "printf '{\"job_id\": \"%s\", \"node\": \"%s\", \"partition\": \"%s\", \"cluster\": \"%s\", "
+        "\"command\": \"accelbench check\", \"run_exit_code\": %d, \"export_exit_code\": 0, "
+        "\"check_exit_code\": %d, \"finished_at\": \"%s\"}\\n' "
+        '"$SLURM_JOB_ID" "$node" "${SLURM_JOB_PARTITION:-}" "${SLURM_CLUSTER_NAME:-}" '
+        '"$run_rc" "$check_rc" "$(date -Is)" > "$status.tmp" && mv "$status.tmp" "$status"',
+        'echo "accelbench check job $SLURM_JOB_ID finished $(date -Is): check exit $check_rc"',
+        'exit "$run_rc"',
+    ]

@@ -176,7 +176,7 @@ def state_from_status(job_id: str, status: dict) -> JobState:
     """A state from the status file the batch script writes as its last act (see script.py)."""
     run_rc, export_rc = status.get("run_exit_code"), status.get("export_exit_code")
     ok = run_rc == 0 and export_rc == 0
-    failed_step = "accelbench run" if run_rc != 0 else "accelbench export"
+    failed_step = str(status.get("command") or "accelbench run") if run_rc != 0 else "accelbench export"
     code = run_rc if run_rc != 0 else export_rc
     return JobState(job_id, "COMPLETED" if ok else "FAILED", "files",
                     reason="" if ok else f"{failed_step} exited {code}",

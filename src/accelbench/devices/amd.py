@@ -17,6 +17,7 @@ from accelbench.devices import datasheets
 from accelbench.devices.model import NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, Device
 from accelbench.devices.nvidia import normalize_pci_bus_id, visible_order
 from accelbench.devices.probing import ProbeFailure
+from accelbench.verdict import HIDDEN, Caveat
 
 INSTALL_HINT = "pip install accelbench[amd]"
 AMD_VENDOR_ID = 0x1002
@@ -303,7 +304,8 @@ def _devices(records: list[dict[str, Any]], notes: list[str], env: Mapping[str, 
         warnings = notes + visibility_warnings
         visible_index = order.index(index) if index in order else None
         if visible_index is None:
-            warnings.append("hidden by ROCR_/HIP_VISIBLE_DEVICES: no framework in this process can reach it")
+            warnings.append(Caveat("hidden by ROCR_/HIP_VISIBLE_DEVICES: no framework in this process can reach it",
+                                   HIDDEN, {"setting": "ROCR_/HIP_VISIBLE_DEVICES"}))
         source = record.pop("source")
         name = record.pop("name", None) or f"AMD GPU (PCI device {record.get('pci_device_id', 'unknown')})"
         properties = {**record, "hip_visible_index": visible_index}

@@ -20,6 +20,7 @@ from accelbench.devices.model import (
 )
 from accelbench.devices.nvml_adapter import Nvml, NvmlError
 from accelbench.devices.probing import ProbeFailure
+from accelbench.verdict import HIDDEN, Caveat
 
 INSTALL_HINT = "pip install accelbench[nvidia]"
 PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
@@ -289,7 +290,8 @@ def _devices(readings: list[_Reading], system: dict[str, Any], env: Mapping[str,
         warnings = list(visibility_warnings)
         visible_index = order.index(pci_index) if pci_index in order else None
         if visible_index is None:
-            warnings.append(f"hidden by CUDA_VISIBLE_DEVICES={spec!r}: no framework in this process can reach it")
+            warnings.append(Caveat(f"hidden by CUDA_VISIBLE_DEVICES={spec!r}: no framework in this process can reach it",
+                                   HIDDEN, {"setting": f"CUDA_VISIBLE_DEVICES={spec!r}"}))
         elif order_warning:
             warnings.append(order_warning)
         devices.append(_device(pci_index, reading, system, visible_index, warnings))

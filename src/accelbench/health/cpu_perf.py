@@ -42,6 +42,7 @@ def measure(step: Step, level: str, threads: int, device):
     from accelbench.runner.execute import TrustContext, measure_item
     from accelbench.runner.plan import PlanItem
     from accelbench.timing.checkpoint import TimedOut
+    from accelbench.timing.rigor import get_rigor
 
     backend = get_backend("numpy")
     if not backend.availability().ok:
@@ -51,7 +52,7 @@ def measure(step: Step, level: str, threads: int, device):
     limit_s = SIZES[level][3]
     try:
         with deadline.spec_timeout(limit_s), deadline.spec_scope(), backend.threads(threads):
-            return measure_item(item, backend, SIZES[level][2], SEED, trust=trust), None
+            return measure_item(item, backend, get_rigor(SIZES[level][2]), SEED, trust=trust), None
     except TimedOut:
         return None, f"did not finish within {limit_s:.0f} s"
     except Exception as exc:  # noqa: BLE001 - a CPU that cannot run the workload is the finding
@@ -99,16 +100,28 @@ def _shown(value: float, unit: str) -> str:
 
 
 def expectation(step: Step, device, scale: float, scale_note: str, db_path: str | None,
-                hostname: str, extra: list[exp.Expected] | None = None) -> exp.Expected | None:
-    candidates = exp.from_device(device, step.metric, scale, scale_note) + list(extra or [])
+                hostname: str, extra: list[exp.Expected] | None = None, threads: int | None = None
+                ) -> exp.Expected | None:
+    """The best-founded expected rate. This machine's history is its own past runs of this very
+    step (exp.own_history), not the device's overall measured ceiling, which from_device would give."""
+    candidates = [e for e in exp.from_device(device, step.metric, scale, scale_note) if e.source != exp.HISTORY]
+    own = exp.own_history(db_path, hostname, {"cpu": device} if device is not None else {},
+                          lambda m: _same(m, step, threads), lambda m: rate(m, step.metric), step.check)
     fleet = exp.fleet_median(db_path, hostname, lambda m: _same(m, step), lambda m: rate(m, step.metric))
-    return exp.best(candidates + ([fleet] if fleet else []))
+    return exp.best(candidates + list(extra or []) + [e for e in (own, fleet) if e is not None])
 
 
-def _same(m, step: Step) -> bool:
+def _same(m, step: Step, threads: int | None = None) -> bool:
+    """The same step: workload, dtype and kernel; with `threads`, also as many threads and, for
+    STREAM, arrays at least as large (a smaller one may sit in a cache and run faster)."""
     spec = m.spec
-    return (spec.workload == step.workload and spec.device == "cpu"
+    same = (spec.workload == step.workload and spec.device == "cpu"
             and all(spec.param(k) == v for k, v in step.params.items() if k != "n"))
+    if not same or threads is None:
+        return same
+    n = spec.param("n")
+    big_enough = step.metric != "memory_bandwidth" or (isinstance(n, int) and n >= step.params["n"])
+    return spec.param("threads") == threads and big_enough
 
 
 def perf_findings(level: str, device, threads: int, scale: float, scale_note: str, db_path: str | None,
@@ -124,5 +137,6 @@ def perf_findings(level: str, device, threads: int, scale: float, scale_note: st
             found.append(finding(step.check, "cpu", FAIL, f"{step.workload}: {why}", elapsed_s=elapsed_s))
             continue
         extra = [theory] if theory is not None and step.metric == "memory_bandwidth" else []
-        found.append(judge(step, m, expectation(step, device, scale, scale_note, db_path, hostname, extra), elapsed_s))
+        found.append(judge(step, m, expectation(step, device, scale, scale_note, db_path, hostname, extra, threads),
+                           elapsed_s))
     return found

@@ -52,6 +52,34 @@ def best(candidates: list[Expected]) -> Expected | None:
     return min(candidates, key=lambda e: order.index(e.source), default=None)
 
 
+def own_history(db_path: str | None, hostname: str, devices: dict, matches: Callable, rate: Callable,
+                what: str) -> Expected | None:
+    """The best rate this machine reached before on the check's own step (`matches`: the same
+    workload, kernel or dtype, thread count, and working set), from results measured here that
+    may set a ceiling; None without one. Not the device's overall measured ceiling: that is the
+    best of every kernel, size and thread count, and a triad judged against a copy, or a 2^23
+    array against a cache-resident one, would fail a healthy machine."""
+    from accelbench.store.ceilings import why_not_a_ceiling
+    from accelbench.store.db import Store
+    from accelbench.store.paths import resolve_db_path
+
+    path = resolve_db_path(db_path)
+    if not path.is_file():  # a check never creates a database
+        return None
+    found: tuple[float, str, str] | None = None
+    try:
+        with Store(path, create=False) as store:
+            for m, run_id in store.ceiling_candidates(hostname):
+                value = rate(m) if matches(m) and why_not_a_ceiling(m, devices) is None else None
+                if value and (found is None or value > found[0]):
+                    found = (value, m.spec.label(), run_id)
+    except Exception:  # noqa: BLE001 - a database of another version, or unreadable: no history
+        return None
+    if found is None:
+        return None
+    return Expected(found[0], HISTORY, f"this machine's best {what} before: {found[1]} in run {found[2]}")
+
+
 def fleet_median(db_path: str | None, hostname: str, matches: Callable, rate: Callable) -> Expected | None:
     """The median over the nodes of this node's type (its `node_features` tag in gathered sweeps)
     of each node's best valid rate for results that `matches`; None without enough nodes."""

@@ -60,13 +60,23 @@ def cpu_findings(level: str, device, reader: SysReader, environ: Mapping[str, st
     found += [cpu_hardware.edac_finding(reader), cpu_hardware.numa_finding(reader), cpu_hardware.dimm_finding(dimms)]
     before = cpu_hardware.throttle_counts(reader)
     logical = (device.properties.get("logical_cores") if device is not None else None) or cpu_count
-    scale = min(1.0, len(affinity) / logical)
+    usable, note = usable_cpus(environ, affinity, logical)
+    scale = min(1.0, usable / logical)
     theory = (exp.Expected(dimms.theory_bytes_s, THEORY, "populated DIMMs × speed × 8 B")
               if dimms is not None and dimms.theory_bytes_s and scale == 1.0 else None)
-    found += cpu_perf.perf_findings(level, device, len(affinity), scale, f"{len(affinity)} of {logical} CPUs usable",
-                                    db_path, hostname, theory)
+    found += cpu_perf.perf_findings(level, device, usable, scale, note, db_path, hostname, theory)
     found.append(cpu_hardware.throttle_finding(before, cpu_hardware.throttle_counts(reader)))
     return found
+
+
+def usable_cpus(environ: Mapping[str, str], affinity: set[int], logical: int) -> tuple[int, str]:
+    """The CPUs the measurements may use, and why: the affinity, but no more than Slurm gave the
+    job on this node (where Slurm binds no tasks, a job of 1 CPU still sees every core: measuring
+    on all of them would take other jobs' cores, and expecting all of them would be unfair)."""
+    slurm = cpu_config.slurm_cpus(environ)
+    if slurm and slurm[0] < len(affinity):
+        return slurm[0], f"{slurm[0]} of {logical} CPUs given ({slurm[1]})"
+    return len(affinity), f"{len(affinity)} of {logical} CPUs usable"
 
 
 def _online(reader: SysReader) -> list[int]:

@@ -9,6 +9,7 @@ from typing import Any
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
+from accelbench.verdict import DRIFT, UNSTABLE, Caveat
 
 
 def _params(spec) -> str:
@@ -94,12 +95,12 @@ def thread_baseline(rows: list[Row], devices: dict, machine: dict) -> list[Findi
 def _instability(rows: list[Row]) -> dict[str, list[Row]]:
     kinds: dict[str, list[Row]] = {"iqr": [], "target": [], "drift": []}
     for row in rows:
-        warnings = row.measurement.warnings
-        if any(w.startswith("unstable: IQR") for w in warnings):
+        compute = {w.kind for w in map(Caveat, row.measurement.warnings) if w.phase == "compute"}
+        if UNSTABLE in compute:
             kinds["iqr"].append(row)
         if not row.measurement.target_met:
             kinds["target"].append(row)
-        if any(w.startswith("drift:") for w in warnings):
+        if DRIFT in compute:
             kinds["drift"].append(row)
     return kinds
 
@@ -156,8 +157,11 @@ def cpu_scaling(rows: list[Row]) -> list[Finding]:
         return []
     worst, worst_ci = max(faster, key=lambda pair: pair[1].ratio)
     threads = max((r.measurement.threads or 0 for r in rows if r.baseline_role == "cpu_all_cores"), default=0)
+    # the baselines are the fastest CPU implementations measured (numpy, or torch / jax on the CPU)
+    named = sorted({r.spec.backend for r, _ in faster})
     return [Finding("cpu_scaling", WARNING, (
-        f"numpy on one thread beat numpy on {threads} threads in {len(faster)} of {len(one)} comparisons "
+        f"The CPU on one thread ({', '.join(named)}) beat the CPU on {threads} threads in {len(faster)} of "
+        f"{len(one)} comparisons "
         f"(up to {worst_ci.ratio:.2f}× [{worst_ci.low:.2f}–{worst_ci.high:.2f}], "
         f"{worst.spec.workload} {_params(worst.spec)}): the cores were busy with other work, or these sizes "
         f"are too small to share; speed-ups against the all-cores baseline are flattered. "

@@ -1,7 +1,8 @@
 """Derived figures for each measurement: rate, share of ceilings, speed-ups with confidence intervals.
 
 Only verified results count: a failed check gets no rate, no speed-up and no part in any ceiling.
-The CPU baseline is numpy on all usable cores; the one-thread figure is shown beside it, labelled.
+The CPU baseline is the fastest CPU implementation measured on all usable cores (numpy, or torch or
+jax on the CPU: runner/speedups.py cpu_baselines); the one-thread figure is shown beside it, labelled.
 Speed-ups come from interleaved paired rounds where the run measured them (runner/speedups.py).
 """
 from __future__ import annotations
@@ -39,10 +40,16 @@ class Row:
     def spec(self):
         return self.measurement.spec
 
+    def __repr__(self) -> str:
+        """One line: what, time ± CI, rate, speed-up, verdict (every figure: report/derived.py)."""
+        from accelbench.report.result_text import row_line
+
+        return f"Row({row_line(self)})"
+
 
 def rate_of(m: Measurement, median_s: float) -> tuple[float | None, str]:
     work = m.work
-    if work.flops and (work.intensity_flop_per_byte or 0) > 1:
+    if work.flops and (not work.bytes_moved or (work.intensity_flop_per_byte or 0) > 1):  # FLOPs alone: FLOP/s
         return (work.flops / median_s if median_s > 0 else None), "FLOP/s"
     return (work.bytes_moved / median_s if median_s > 0 and work.bytes_moved else None), "B/s"
 

@@ -24,8 +24,8 @@ RATE_UNITS = {"FLOP/s": "GFLOP/s", "B/s": "GB/s"}
 
 # derived["speedups"] key -> Row attribute; what each one divides is in docs/results-schema.md
 SPEEDUP_FIELDS = (
-    ("vs_cpu_all_cores", "speedup_all"),              # numpy on all cores, compute / this compute (resident)
-    ("vs_cpu_one_core", "speedup_one"),               # numpy on one thread, compute / this compute
+    ("vs_cpu_all_cores", "speedup_all"),              # the CPU on all cores, compute / this compute (resident)
+    ("vs_cpu_one_core", "speedup_one"),               # the CPU on one thread, compute / this compute
     ("end_to_end_vs_cpu_all_cores", "speedup_end_to_end"),  # all cores, compute / this end to end (transfers in)
     ("float32_vs_this_dtype", "vs_float32"),          # this compute / float32's compute, same series
 )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from accelbench.report.analysis import Row
 from accelbench.report.data import RunData, matmul_footprint_bytes, size_of
 from accelbench.report.figure_layout import fit_margins
+from accelbench.report.label_place import cover_whiskers, place_labels
 from accelbench.units import format_bytes, format_seconds
 from accelbench import vocabulary
 
@@ -108,9 +109,13 @@ def keep_bars_narrow(ax: Axes, slots: int) -> None:
 
 
 def to_png(fig: Figure) -> bytes:
+    cover_whiskers(fig)  # before the ticks: a widened log axis may span another decade
     for ax in fig.axes:
         _fewer_ticks(ax)
     fit_margins(fig)
+    if place_labels(fig):  # a y axis got headroom for a label: its tick labels may have changed
+        fit_margins(fig)
+        place_labels(fig)
     fig.canvas.draw()
     return encode_png(fig.canvas.buffer_rgba())  # type: ignore[attr-defined]  # an Agg canvas (new_figure)
 

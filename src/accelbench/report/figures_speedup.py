@@ -143,9 +143,9 @@ def speedup_vs_size(run: RunData) -> FigureResult:
         crossing.pop("panel")
     result.facts.update(facts)
     many = any(len(c["sizes"]) > MAX_BAR_GROUPS for c in facts["curves"])
-    result.caption = ("Colour: device and backend; solid: against numpy on all CPU cores, dotted: against numpy "
-                      "on one core, both with data resident on the device; dashed: end-to-end against all "
-                      "cores, transfers included. Break-even interpolated (log–log) where a curve crosses 1. "
+    result.caption = ("Colour: device and backend; solid: against the CPU on all cores, dotted: against the CPU "
+                      "on one core (the fastest implementation measured there), both with data resident on the "
+                      "device; dashed: end-to-end against all cores, transfers included. Break-even interpolated (log–log) where a curve crosses 1. "
                       "A point without whiskers has an unbounded interval (too few paired rounds). Curves at the same "
                       "size are drawn a few per cent apart so no whisker hides another.")
     if many:

@@ -83,9 +83,9 @@ def stats_speedup(run: RunData) -> FigureResult:
         crossing.pop("panel")
     result.facts.update(facts)
     result.caption = ("One row per workload and variant, one column per dtype. Colour: device and backend; solid: "
-                      "against numpy on all CPU cores, dotted: against one core. Whiskers: 95% intervals. Above "
-                      "1 the device is faster; its error at that dtype is in the accuracy figure. Points at one size "
-                      "are drawn a few per cent apart.")
+                      "against the CPU on all cores, dotted: against one core (the fastest CPU implementation "
+                      "measured). Whiskers: 95% intervals. Above 1 the device is faster; its error at that dtype "
+                      "is in the accuracy figure. Points at one size are drawn a few per cent apart.")
     return finish(result, fig)
 
 

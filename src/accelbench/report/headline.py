@@ -1,11 +1,13 @@
 """The answer first: for each measured device, how much faster or slower than the CPU it is, and how sure.
 
 Built from the rows the tables show (report/analysis.py), one entry per backend@device other than
-the CPU baseline: compute-bound work (matrix products) and memory-bound work (STREAM triad, else
-reduce or elementwise), each at the largest size measured, against all CPU cores and one core with
-its 95% interval and the pairs behind it; where it breaks even once transfers count, and their
-share; how many of its results are valid. Work of other kinds is named when nothing else was run.
-Devices that could not be measured come right after; caveats are grouped after those.
+numpy on the CPU (a CPU implementation that is the all-cores baseline of some work, being the
+fastest measured there, is read against one core for that work): compute-bound work (matrix
+products) and memory-bound work (STREAM triad, else reduce or elementwise), each at the largest
+size measured, against all CPU cores and one core with its 95% interval and the pairs behind it;
+where it breaks even once transfers count, and their share; how many of its results are valid.
+Work of other kinds is named when nothing else was run. Devices that could not be measured come
+right after; caveats are grouped after those.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ COMPUTE_WORKLOADS = ("matmul",)
 MEMORY_WORKLOADS = ("stream", "reduce", "elementwise")  # in order of preference
 DTYPE_PREFERENCE = ("float32", "float64", "bfloat16", "float16")
 VERDICT_ORDER = ("valid", "noisy", "unverified", "invalid")
+HEADLINE_LINES_SHOWN = 8  # sentences in repr()
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class DeviceVerdict:
                 {"where": self.transfer_share[0], "share": self.transfer_share[1]},
                 "verdicts": dict(self.verdicts), "confidence": self.confidence, "text": " ".join(self.sentences())}
 
+    def __repr__(self) -> str:
+        return f"DeviceVerdict({' '.join(self.sentences())})"
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -101,6 +107,20 @@ class Headline:
         return {"devices": [d.to_dict() for d in self.devices], "unreached": list(self.unreached),
                 "caveats": list(self.caveats), "cpu": self.cpu}
 
+    def __repr__(self) -> str:
+        """The answer as sentences, a few lines (`.to_dict()` has every figure)."""
+        from accelbench.report.result_text import clip
+
+        lines = self.lines()
+        shown = [f"  {clip(line, 400)}" for line in lines[:HEADLINE_LINES_SHOWN]]
+        more = [f"  … {len(lines) - HEADLINE_LINES_SHOWN} more lines: .lines()"] if len(lines) > HEADLINE_LINES_SHOWN else []
+        return "\n".join(["Headline (the answer):", *shown, *more])
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in self.lines()) + "</ul>"
+
 
 def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
              unreached: Iterable[str] = (), caveats: Iterable[str] = ()) -> Headline:
@@ -114,8 +134,8 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
     for row in rows:
         if row.baseline_role == "cpu_one_thread" or is_cpu_baseline(row.spec.backend, row.spec.device):
             continue
-        if row.baseline_role and not framework_is_cpu_baseline(row.spec.workload):
-            continue  # a framework on all CPU cores is deep learning's baseline: its answer is against one core
+        # a CPU implementation that is the all-cores baseline of some work (deep learning's framework on
+        # the CPU; torch or jax where it beat numpy) stays: there its answer is against one core
         if row.spec.device == "cpu" and _threads(row) < most_threads[row.spec.backend]:
             continue  # another framework on the CPU: on all its threads, as the baseline is
         by_series[_series(row)].append(row)

@@ -217,7 +217,8 @@ def results_html(rows: list[Row]) -> str:
                  "paired rounds (A B B A …, load that comes and goes cancels) with its 95% order-statistic interval; "
                  "marked unpaired where pairing did not run (an imported run, blocks too long for the budget), then "
                  "the ratio of two medians measured apart with a 95% bootstrap interval. A verdict "
-                 "only where the interval excludes 1. CPU = numpy on all usable cores. Rates come from the "
+                 "only where the interval excludes 1. CPU = the fastest CPU implementation measured, on all usable "
+                 "cores (its row says baseline). Rates come from the "
                  "median compute time; invalid results (a wrong output, an impossible rate, a synchronisation "
                  "that does not wait, an output on another device) get none and count nowhere; noisy ones "
                  "are shown but never set a ceiling.</p>")

@@ -4,6 +4,26 @@ from __future__ import annotations
 
 import re
 
+from accelbench import verdict as v
+
+# a reason's kind (accelbench.verdict) as the answer counts it
+PHRASES: dict[str, str] = {
+    v.CPU_WAIT: "our threads waited for a CPU", v.OWN_THREADS: "our own threads oversubscribed the cores",
+    v.HYPERVISOR: "the hypervisor took CPU time", v.OTHER_PROCESSES: "other processes ran alongside",
+    v.DEVICE_SHARED: "other processes ran alongside", v.THREADS_CLAIM: "fewer cores used than claimed",
+    v.THREADS_BEYOND: "more cores used than claimed",
+    v.DEVICE_SLOWED: "the device slowed its clocks", v.TARGET: "the interval missed its target",
+    v.UNSTABLE: "unstable timings", v.DRIFT: "drift", v.BURSTS: "bursts of slow samples",
+    v.WARMUP: "warm-up incomplete", v.STATE_CHANGED: "a reading changed during the measurement",
+    v.PHASES: "phases that do not add up", v.CHECK_FAILED: "wrong output",
+    v.BEYOND_PEAK: "a rate beyond the device's peak", v.NO_TIME: "no time measured",
+    v.REFUSED: "a synchronisation that does not wait", v.SYNC_FAILED: "a synchronisation that does not wait",
+    v.SYNC_UNPROVEN: "synchronisation not proven", v.CACHED: "signs of cached or skipped work",
+    v.WRONG_DEVICE: "output on another device", v.PLACEMENT_CLAIMED: "placement not observed",
+    v.PLACEMENT_UNOBSERVED: "placement not observed", v.CHECKED_APART: "checked apart from the timed calls",
+    v.READ_BACK: "timed calls that did not all finish", v.UNCHECKED: "no reference to check against",
+}
+# results stored before kinds: their reasons' texts, read by pattern
 # (pattern found in the reason, its kind): the first match wins, so the specific come first
 KINDS: tuple[tuple[str, str], ...] = (
     (r"^our threads waited for a CPU", "our threads waited for a CPU"),
@@ -30,8 +50,12 @@ _SHORT = 40  # a reason's head up to this long is a kind by itself ("unstable", 
 
 
 def reason_kind(reason: str) -> str:
-    """'our threads waited for a CPU 37% of the time …' -> 'our threads waited for a CPU'; a reason
-    of no known kind: its head before ':' or ';' when short, else 'other reasons'."""
+    """A reason's phrase, from its kind (accelbench.verdict.Caveat). A reason stored before kinds:
+    'our threads waited for a CPU 37% of the time …' -> 'our threads waited for a CPU'; of no known
+    pattern: its head before ':' or ';' when short, else 'other reasons'."""
+    phrase = PHRASES.get(v.kind_of(reason))
+    if phrase:
+        return phrase
     text = _PHASE.sub("", reason.strip())
     for pattern, kind in KINDS:
         if re.search(pattern, text):

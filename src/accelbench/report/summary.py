@@ -264,7 +264,8 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
                   "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
                   "where the interval excludes 1; \"slower\" shows the inverse (this time / CPU time, so 3.17× "
                   "slower, never 0.32×); \"contaminated\": the paired rounds disagree with the two measurements "
-                  "(`--json` says how), no verdict. CPU = numpy on all usable cores. Invalid results show no rate "
+                  "(`--json` says how), no verdict. CPU = the fastest CPU implementation measured, on all usable "
+                  "cores (its row says baseline). Invalid results show no rate "
                   "and count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
                                       if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)
                                       else "")

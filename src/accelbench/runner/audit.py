@@ -37,7 +37,9 @@ from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock
 from accelbench.timing.sync_probe import NOT_WAITING, UNPROVEN, prove
 from accelbench.units import format_seconds
-from accelbench.verdict import INVALID, NOISY, UNVERIFIED, VALID, Finding
+from accelbench.verdict import (CACHED, CHECK_FAILED, CHECKED_APART, INVALID, NOISY, PLACEMENT_CLAIMED,
+                               PLACEMENT_UNOBSERVED, READ_BACK, SYNC_FAILED, SYNC_UNPROVEN, UNCHECKED, UNVERIFIED,
+                               VALID, WRONG_DEVICE, Finding)
 
 # a call on fresh inputs may be slower than a call on inputs seen before (cold caches, first
 # touch), but not by this much: then the timed calls did less than the work. Each attempt pairs
@@ -45,7 +47,8 @@ from accelbench.verdict import INVALID, NOISY, UNVERIFIED, VALID, Finding
 # attempts decides.
 FRESH_FACTOR = 5.0
 FRESH_SLACK_S = 1e-4
-FRESH_ATTEMPTS = 5       # early out on the first pass: only a suspect (or a loaded machine) pays for all
+FRESH_ATTEMPTS = 5       # early out on a pass: only a suspect (or a loaded machine) pays for all
+FRESH_PAIRS_TO_PASS = 2  # pairs within the factor that clear a backend (one delayed warm call is not enough)
 FRESH_PAUSE_S = 0.05
 CHECK_ROUNDS = 3         # poison, a block of a drawn length, check
 PROOF_BLOCK_S = 0.01     # the sync proof's blocks last about this long ...
@@ -84,18 +87,19 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
     if prepared.check_output is None:
         check = prepared.verify()
         findings.append(Finding(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
-                                            "(a workload gives check_output for that: workloads/rotation.py)"))
+                                            "(a workload gives check_output for that: workloads/rotation.py)",
+                                CHECKED_APART))
     else:
         check = _checked_rounds(prepared, capture, synchronize, clock, calls_per_sample)
         if prepared.refresh and check.passed:
-            check, fresh_s, found = _fresh_calls(prepared, capture, synchronize, clock, overhead_s)
+            check, fresh_s, found = _fresh_calls(prepared, capture, synchronize, clock, overhead_s, median_s)
             findings += found
         if check.passed and to_host is not None:
             findings += _sync_proven(prepared, capture, synchronize, clock, to_host, calls_per_sample, median_s)
     if not check.passed:
-        findings.append(Finding(INVALID, f"check failed: {check.detail}"))
+        findings.append(Finding(INVALID, f"check failed: {check.detail}", CHECK_FAILED))
     if prepared.unverified:
-        findings.append(Finding(UNVERIFIED, prepared.unverified))
+        findings.append(Finding(UNVERIFIED, prepared.unverified, UNCHECKED))
     check, placement = _observed(prepared, capture.last, check, device)
     findings += placement
     return AuditResult(check, findings, fresh_s)
@@ -116,7 +120,7 @@ def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host
     first, second = outputs
     if len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second)):
         return [Finding(INVALID, "two timed calls returned identical results though each draws new random "
-                                 "numbers: the backend may cache results or skip work")]
+                                 "numbers: the backend may cache results or skip work", CACHED)]
     return []
 
 
@@ -155,7 +159,7 @@ def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], 
         calls = variants + 1  # a buffer still written twice in a block
         if 2 * rounds * calls * median_s > PROOF_MAX_S:
             return [Finding(VALID, f"synchronisation not proven on the timed call itself: one call takes "
-                                   f"{format_seconds(median_s)} (the start-of-run probe stands)")]
+                                   f"{format_seconds(median_s)} (the start-of-run probe stands)", SYNC_UNPROVEN)]
 
     def read_back(output: Any) -> object:
         return to_host(raw_access.first_element(output))
@@ -164,15 +168,16 @@ def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], 
         proof = prove(capture, synchronize, read_back, clock, calls, rounds, coin=_PRIVATE.random)
     except Exception as error:  # noqa: BLE001 - an output the backend cannot read back in part
         return [Finding(VALID, f"synchronisation not proven on the timed call itself: reading its output back "
-                               f"failed ({type(error).__name__}: {error})")]
+                               f"failed ({type(error).__name__}: {error})", SYNC_UNPROVEN)]
     if proof.status == NOT_WAITING:
-        return [Finding(INVALID, proof.detail)]
+        return [Finding(INVALID, proof.detail, SYNC_FAILED)]
     if proof.status == UNPROVEN:
-        return [Finding(NOISY, proof.detail)]
+        return [Finding(NOISY, proof.detail, SYNC_UNPROVEN)]
     if median_s > 0 and proof.proven_s > TIMED_FACTOR * median_s:
         return [Finding(NOISY, f"the timed calls took {format_seconds(median_s)}, the same calls with each "
                                f"output read back {format_seconds(proof.proven_s)}: measured while the "
-                               "machine was busy, or the timed calls did not all finish")]
+                               "machine was busy, or the timed calls did not all finish", READ_BACK,
+                        {"median_s": median_s, "read_back_s": proof.proven_s})]
     return []
 
 
@@ -195,14 +200,23 @@ def _wake(prepared, synchronize: Callable[[], object]) -> None:
 
 
 def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
-                 overhead_s: float) -> tuple[Check, float, list[Finding]]:
-    """A call on inputs never seen, then one on inputs seen before; both outputs checked.
+                 overhead_s: float, median_s: float = 0.0) -> tuple[Check, float, list[Finding]]:
+    """Calls on inputs never seen, each then one on inputs seen before; every output checked.
 
-    Both follow an equal pause (the refresh's length) and a call that wakes the pool. The refresh computes its reference on one
+    A cache's warm call, delayed by a burst of load, once cleared it (a copying cache on µs calls:
+    2 of 30 runs missed beside a busy process): one pair passing ended the check. Now a fresh call
+    passes at once only against the timed median (a call read from many blocks, which one
+    preemption cannot lengthen); else it takes FRESH_PAIRS_TO_PASS pairs whose fresh call is within
+    the factor of its own warm one. Paired, because an honest call alone after a pause can be far
+    slower than in the blocks, fresh and warm alike (torch under load: fresh 3.2 ms at best, warm
+    0.3 to several ms; judged against the fastest warm call it was refused 2 times in 128).
+
+    Both calls follow an equal pause (the refresh's length) and a call that wakes the pool. The refresh computes its reference on one
     BLAS thread (workloads/rotation.py): a multi-threaded one leaves OpenBLAS's workers spinning for
     ~0.1 s beside the fresh call (torch n=128: 4 ms against 0.05 ms), and waiting them out leaves the
     framework's pool asleep so long that a virtual machine may take ~10 ms to wake it."""
-    best: tuple[float, float] | None = None
+    pairs: list[tuple[float, float]] = []
+    passed = 0
     for _ in range(FRESH_ATTEMPTS):
         start_s = time.perf_counter()
         prepared.refresh()
@@ -215,30 +229,36 @@ def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], 
         check = prepared.check_output(capture.last)
         if not check.passed:
             return check, fresh_s, []
-        if best is None or fresh_s / max(warm_s, 1e-12) < best[0] / max(best[1], 1e-12):
-            best = (fresh_s, warm_s)
-        if fresh_s <= max(FRESH_FACTOR * warm_s, warm_s + FRESH_SLACK_S):
+        pairs.append((fresh_s, warm_s))
+        passed += fresh_s <= _fresh_limit(warm_s)
+        if (median_s > 0 and fresh_s <= _fresh_limit(median_s)) or passed >= FRESH_PAIRS_TO_PASS:
             return check, fresh_s, []
-    assert best is not None  # FRESH_ATTEMPTS >= 1: the loop ran
-    fresh_s, warm_s = best
+    fresh_s, warm_s = min(pairs, key=lambda pair: pair[0] / max(pair[1], 1e-12))
     return check, fresh_s, [Finding(INVALID, f"a call on new inputs took {format_seconds(fresh_s)}, "
                                              f"{fresh_s / max(warm_s, 1e-12):,.0f}× a call on inputs seen before "
-                                             f"({format_seconds(warm_s)}): the backend may cache results for "
-                                             "repeated inputs or skip work")]
+                                             f"({format_seconds(warm_s)}; {passed} of {len(pairs)} pairs within "
+                                             f"{FRESH_FACTOR:g}×): the backend may cache results for repeated "
+                                             "inputs or skip work", CACHED)]
+
+
+def _fresh_limit(warm_s: float) -> float:
+    return max(FRESH_FACTOR * warm_s, warm_s + FRESH_SLACK_S)
 
 
 def _observed(prepared, output: Any, check: Check, device: str) -> tuple[Check, list[Finding]]:
     """The check with the placement read from the array; a mismatch makes the result invalid."""
     if output is None:
-        return check, [Finding(VALID, "placement not observed: the timed call returned nothing to inspect")]
+        return check, [Finding(VALID, "placement not observed: the timed call returned nothing to inspect",
+                               PLACEMENT_UNOBSERVED)]
     target = prepared.placed(output) if prepared.placed else output
     seen = observe(target)
     if seen.device is None:
         return check, [Finding(UNVERIFIED, f"placement claimed by the backend ({check.device_seen}), "
                                            f"not observed: {seen.how}; its outputs could only be written "
-                                           "and read through the backend itself")]
+                                           "and read through the backend itself", PLACEMENT_CLAIMED)]
     checked = dataclasses.replace(check, device_seen=seen.device)
     if seen.device != device:
         return checked, [Finding(INVALID, f"the output lives on {seen.device} ({seen.how}), not on {device}: "
-                                          "the work did not run where it was asked to")]
+                                          "the work did not run where it was asked to", WRONG_DEVICE,
+                                 {"seen": seen.device, "asked": device})]
     return checked, []

@@ -8,27 +8,36 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import os
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
+from accelbench.backends.base import Backend
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Measurement, Skip, cores_demanded, cores_used, uses_claimed_threads
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture, audit
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
+from accelbench.runner.sinks import ResultSink
 from accelbench.runner.sync_check import UNTESTED, probe_backend
 from accelbench.timing import contention, quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
-from accelbench.timing.clock import PerfCounterClock
+from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.timing.harness import Timing, measure
-from accelbench.timing.rigor import Rigor, get_rigor
+from accelbench.timing.rigor import Rigor
 from accelbench.timing.sync_probe import SyncProbe
 from accelbench.units import format_seconds
 from accelbench.vocabulary import DEFAULT_SEED
-from accelbench.verdict import INVALID, NOISY, VALID, Finding, combine
+from accelbench.verdict import (CHECK_FAILED, DISTURBING, INVALID, NOISY, NOT_COUNTED, PHASES, REFUSED, SYNC_UNTESTED,
+                               TARGET, THREADS_BEYOND, THREADS_CLAIM, VALID, Caveat, Finding, combine, kind_of)
+from accelbench.workloads.base import Prepared, SelfTimed, Workload
 from accelbench.workloads.registry import get_workload
+
+if TYPE_CHECKING:
+    from accelbench.telemetry.sampler import TelemetrySampler
 
 # transfers and end-to-end are timed with a third of the compute budget: they matter, but the
 # compute time is what ceilings and speed-ups rest on
@@ -39,6 +48,9 @@ PHASE_BUDGET_FRACTION = 1 / 3
 PHASES_FACTOR = 3.0
 PHASES_INVALID_FACTOR = 10.0
 PHASES_SLACK_S = 5e-4
+# a CPU result's threads ran beyond its recorded count when runnable time / wall time exceeds both
+THREADS_BEYOND_FACTOR = 1.5
+THREADS_BEYOND_SLACK = 0.5
 
 
 @dataclass
@@ -72,7 +84,7 @@ class TrustContext:
     sync_probes: dict = field(default_factory=dict)   # (backend name, device) -> SyncProbe
     probe_sync: bool = True
 
-    def sync_probe(self, backend, device: str, clock=None) -> SyncProbe | None:
+    def sync_probe(self, backend: Backend, device: str, clock: Clock | None = None) -> SyncProbe | None:
         if not self.probe_sync:
             return None
         key = (backend.name, device)
@@ -81,35 +93,37 @@ class TrustContext:
         return self.sync_probes[key]
 
 
-def measure_item(item: PlanItem, backend, rigor: Rigor | str, seed: int, clock=None, sampler=None,
-                 trust: TrustContext | None = None) -> Measurement:
-    """`sampler` (a telemetry.TelemetrySampler, started) records telemetry over the timed window."""
-    rigor = get_rigor(rigor)
+def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, clock: Clock | None = None,
+                 sampler: TelemetrySampler | None = None, trust: TrustContext | None = None) -> Measurement:
+    """`sampler` (a telemetry.TelemetrySampler, started) records telemetry over the timed window.
+    `rigor` is resolved where the run starts (timing.rigor.get_rigor turns a name into one)."""
     spec = item.spec
     trust = trust or TrustContext()
     workload = get_workload(spec.workload)
     probe = trust.sync_probe(backend, spec.device, clock)  # before the workload takes memory
     if probe is not None and not probe.ok:
         return refused(item, workload, probe)
-    sync = [Finding(VALID, probe.detail)] if probe is not None and probe.detail.startswith(UNTESTED) else []
+    sync = [Finding(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
         measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
     finally:
         if prepared.release:
             prepared.release()
-    return judged(measurement, findings + sync, trust.devices)
+    # the version of the code that made it: `compare` names a change of it as a difference
+    return dataclasses.replace(judged(measurement, findings + sync, trust.devices), workload_version=str(workload.version))
 
 
-def refused(item: PlanItem, workload, probe: SyncProbe) -> Measurement:
+def refused(item: PlanItem, workload: Workload, probe: SyncProbe) -> Measurement:
     """A backend whose synchronize() does not wait is not timed: the result records what the probe
     saw, invalid, so the refusal shows wherever results do."""
     return Measurement(
         spec=item.spec, phases_s={"compute": (probe.with_sync_s,)}, first_call_s=0.0,
         work=workload.work(item.params), threads=item.threads, target_met=False,
         check=Check(False, float("nan"), 0.0, "not checked: refused for timing"),
-        warnings=(f"invalid, refused for timing: {probe.detail}",),
-        verdict=INVALID, verdict_reasons=(f"refused for timing: {probe.detail}",))
+        warnings=(Caveat(f"invalid, refused for timing: {probe.detail}", REFUSED),),
+        verdict=INVALID, verdict_reasons=(Caveat(f"refused for timing: {probe.detail}", REFUSED),),
+        workload_version=str(workload.version))
 
 
 def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measurement:
@@ -118,7 +132,7 @@ def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measuremen
     verdict = combine(findings)
     warnings = list(m.warnings)
     if not verdict.counts:
-        warnings.insert(0, f"invalid, time not counted: {verdict.reasons[0]}")
+        warnings.insert(0, Caveat(f"invalid, time not counted: {verdict.reasons[0]}", NOT_COUNTED))
     return dataclasses.replace(m, verdict=verdict.status, verdict_reasons=verdict.reasons, warnings=tuple(warnings))
 
 
@@ -129,14 +143,17 @@ def phase_findings(m: Measurement) -> list[Finding]:
         return []
     parts_s = sum(medians.get(p, 0.0) for p in ("to_device", "compute", "to_host"))
     whole_s = medians["end_to_end"]
+    figures = {"parts_s": parts_s, "end_to_end_s": whole_s}
     text = (f"to_device + compute + to_host take {format_seconds(parts_s)} apart but "
             f"{format_seconds(whole_s)} end to end")
     if whole_s > PHASES_INVALID_FACTOR * parts_s + PHASES_SLACK_S:
         if _disturbed(m):  # a busy machine can part the phases' medians this far: not proof of a missing wait
-            return [Finding(NOISY, f"the phases do not add up: {text}, measured while the timings were disturbed")]
-        return [Finding(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device")]
+            return [Finding(NOISY, f"the phases do not add up: {text}, measured while the timings were disturbed",
+                            PHASES, figures)]
+        return [Finding(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device", PHASES,
+                        figures)]
     if whole_s > PHASES_FACTOR * parts_s + PHASES_SLACK_S or parts_s > PHASES_FACTOR * whole_s + PHASES_SLACK_S:
-        return [Finding(NOISY, f"the phases do not add up: {text}")]
+        return [Finding(NOISY, f"the phases do not add up: {text}", PHASES, figures)]
     return []
 
 
@@ -147,8 +164,8 @@ def _disturbed(m: Measurement) -> bool:
             or any(isinstance(w, dict) and w.get("disturbed") for w in windows.values()))
 
 
-def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sampler=None
-           ) -> tuple[Measurement, list[Finding]]:
+def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepared, rigor: Rigor,
+           clock: Clock | None, sampler: TelemetrySampler | None = None) -> tuple[Measurement, list[Finding]]:
     device = item.spec.device
     watched = sorted({device, "cpu"})
     quiesce.settle()  # the previous spec's thread pools, still spinning, would share our cores
@@ -183,7 +200,7 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     warnings = list(compute.warnings)
     for phase, timing in timings.items():
         if phase != "compute":
-            warnings += [f"{phase}: {w}" for w in timing.warnings if "target" not in w]
+            warnings += [Caveat(w).in_phase(phase) for w in timing.warnings if kind_of(w) != TARGET]
     findings = audited.findings + [Finding(NOISY, w) for w in compute.warnings if _disturbs(w)]
     if prepared.record_samples:
         prepared.record_samples({k: t.samples_s for k, t in timings.items()})
@@ -198,7 +215,8 @@ def _timed(item: PlanItem, backend, workload, prepared, rigor: Rigor, clock, sam
     ), findings, windows, device), backend)
 
 
-def _threads_observed(attached: tuple[Measurement, list[Finding]], backend) -> tuple[Measurement, list[Finding]]:
+def _threads_observed(attached: tuple[Measurement, list[Finding]], backend: Backend
+                      ) -> tuple[Measurement, list[Finding]]:
     """A CPU result names how its backend ran (`implementation`: "numpy, 2 threads, blocked"), and
     warns where it claims N threads but its threads ran well under N at a time (runnable time / wall
     time, which load elsewhere does not lower). The time stays right, so the verdict stands; such a
@@ -209,24 +227,44 @@ def _threads_observed(attached: tuple[Measurement, list[Finding]], backend) -> t
         measurement = dataclasses.replace(measurement, extra={**measurement.extra, "implementation": describe()})
     if not uses_claimed_threads(measurement):
         ran = cores_demanded(measurement) or cores_used(measurement) or 0.0
-        claim = (f"threads: claims {measurement.threads} but ran {ran:.1f} at a time (our threads' runnable "
-                 f"time / wall time), so it is no all-cores figure")
+        claim = Caveat(f"threads: claims {measurement.threads} but ran {ran:.1f} at a time (our threads' runnable "
+                       f"time / wall time), so it is no all-cores figure", THREADS_CLAIM,
+                       {"threads": measurement.threads, "ran_cores": ran})
         measurement = dataclasses.replace(measurement, warnings=(claim, *measurement.warnings))
-    return measurement, findings
+    return measurement, findings + _threads_beyond_claim(measurement)
+
+
+def _threads_beyond_claim(m: Measurement) -> list[Finding]:
+    """A CPU result whose threads ran well beyond the count it records (a backend that widens its
+    own affinity, or ignores the limit it was given) is invalid: its time is no N-thread time, so
+    no speed-up or baseline may rest on it. Runnable time / wall time counts a thread waiting for
+    a CPU too, so load elsewhere does not raise it, and a one-thread run cannot reach 1.5."""
+    demanded = cores_demanded(m)
+    if m.spec.device != "cpu" or not m.threads or demanded is None:
+        return []
+    if demanded <= THREADS_BEYOND_FACTOR * m.threads or demanded <= m.threads + THREADS_BEYOND_SLACK:
+        return []
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    widened = f"; {usable} cores are open to it now" if usable is not None and usable > m.threads else ""
+    return [Finding(INVALID, f"threads: claims {m.threads} but its threads ran {demanded:.1f} at a time "
+                             f"(runnable time / wall time){widened}: the backend used more cores than it was given",
+                    THREADS_BEYOND, {"threads": m.threads, "cores_demanded": demanded})]
 
 
 def _disturbs(warning: str) -> bool:
-    """Harness warnings that make a number noisy (missed target, unstable, drift, warm-up)."""
-    return any(word in warning for word in ("target", "unstable", "drift", "still getting faster", "changed during",
-                                            "bursts"))
+    """Harness warnings that make a number noisy (missed target, unstable, drift, warm-up, bursts): by kind."""
+    return kind_of(warning) in DISTURBING
 
 
-def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> tuple[Measurement, list[Finding]]:
+def _self_timed(item: PlanItem, workload: Workload, prepared: Prepared, timed: SelfTimed, telemetry: dict
+                ) -> tuple[Measurement, list[Finding]]:
+    if prepared.verify is None:
+        raise Unsupported(f"{item.spec.workload} times itself but gives no verify() to check its output")
     check = prepared.verify()
-    findings = [] if check.passed else [Finding(INVALID, f"check failed: {check.detail}")]
+    findings = [] if check.passed else [Finding(INVALID, f"check failed: {check.detail}", CHECK_FAILED)]
     findings += [Finding(NOISY, w) for w in timed.warnings if _disturbs(w)]
     if not timed.target_met:
-        findings.append(Finding(NOISY, "the interval missed its target"))
+        findings.append(Finding(NOISY, "the interval missed its target", TARGET))
     return Measurement(
         spec=item.spec, phases_s=dict(timed.phases_s), first_call_s=timed.first_call_s,
         work=workload.work(item.params), check=check, warnings=tuple(timed.warnings),
@@ -235,11 +273,11 @@ def _self_timed(item: PlanItem, workload, prepared, timed, telemetry: dict) -> t
     ), findings
 
 
-def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, *, seed: int = DEFAULT_SEED,
-            on_start: Callable[[PlanItem], None] | None = None,
+def execute(plan: Plan, backends: Mapping[str, Backend], store: ResultSink, run_id: str, rigor: Rigor, *,
+            seed: int = DEFAULT_SEED, on_start: Callable[[PlanItem], None] | None = None,
             on_done: Callable[[PlanItem, Measurement | Skip], None] | None = None,
-            debug: bool = False, sampler=None, trust: TrustContext | None = None) -> Outcome:
-    rigor = get_rigor(rigor)
+            debug: bool = False, sampler: TelemetrySampler | None = None,
+            trust: TrustContext | None = None) -> Outcome:
     trust = trust or TrustContext()
     outcome = Outcome(skips=list(plan.skips))
     for skip in plan.skips:
@@ -264,8 +302,8 @@ def execute(plan: Plan, backends: dict, store, run_id: str, rigor: Rigor | str, 
     return outcome
 
 
-def _one(item: PlanItem, backend, rigor: Rigor, seed: int, debug: bool, sampler=None,
-         trust: TrustContext | None = None) -> Measurement | Skip:
+def _one(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, debug: bool,
+         sampler: TelemetrySampler | None = None, trust: TrustContext | None = None) -> Measurement | Skip:
     try:
         with deadline.spec_scope(), backend.threads(item.threads):
             return measure_item(item, backend, rigor, seed, sampler=sampler, trust=trust)

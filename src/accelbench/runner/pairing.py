@@ -23,20 +23,24 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Sequence
 
+from accelbench.backends.base import Backend
 from accelbench.errors import Unsupported
 from accelbench.results import Measurement, PairedSamples
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture
+from accelbench.runner.sinks import SpeedupSink
 from accelbench.runner.speedups import CROSS_TALK, MIN_PAIRS, Wanted, wanted_speedups
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
-from accelbench.timing.rigor import Rigor, get_rigor
+from accelbench.timing.rigor import Rigor
 from accelbench.units import format_seconds
+from accelbench.workloads.base import Prepared
 from accelbench.workloads.registry import get_workload
 
 PAIRS = {"quick": 8, "standard": 16, "rigorous": 32}   # rounds per group, by rigor
@@ -123,11 +127,10 @@ def group_key(m: Measurement) -> tuple:
     return (m.spec.workload, tuple((k, v) for k, v in m.spec.params if k not in ("threads", "dtype")))
 
 
-def pair_speedups(measurements: Sequence[Measurement], backends: dict, store, run_id: str, rigor: Rigor | str,
-                  *, seed: int, clock: Clock | None = None,
+def pair_speedups(measurements: Sequence[Measurement], backends: Mapping[str, Backend], store: SpeedupSink,
+                  run_id: str, rigor: Rigor, *, seed: int, clock: Clock | None = None,
                   on_group: Callable[[str], None] | None = None) -> list[PairedSamples]:
     """Pair every wanted speed-up, group by group; each stored as soon as its group is done."""
-    rigor = get_rigor(rigor)
     groups: dict[tuple, list[Wanted]] = defaultdict(list)
     for wanted in wanted_speedups(measurements):
         groups[group_key(wanted.candidate)].append(wanted)
@@ -152,7 +155,7 @@ def rounds_within(round_s: float, budget_s: float, rigor: Rigor) -> int:
     return MIN_PAIRS if MIN_PAIRS * round_s <= STRETCH * budget_s else 0
 
 
-def pair_group(items: Sequence[Wanted], backends: dict, rigor: Rigor, *, seed: int,
+def pair_group(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: Rigor, *, seed: int,
                clock: Clock | None = None) -> list[PairedSamples]:
     """The paired rounds of one group's speed-ups, or each with the reason it was not paired."""
     sides: dict[tuple[int, str], Measurement] = {}
@@ -197,11 +200,11 @@ class _Prepared:
     """One workload instance per spec without its thread count (numpy on 1 and on all threads
     share it): prepared once for the group, released after."""
 
-    def __init__(self, backends: dict, seed: int) -> None:
+    def __init__(self, backends: Mapping[str, Backend], seed: int) -> None:
         self.backends, self.seed = backends, seed
-        self.by_spec: dict[tuple, tuple] = {}   # key -> (prepared, capture, backend)
+        self.by_spec: dict[tuple, tuple[Prepared, Capture, Backend]] = {}   # key -> (prepared, capture, backend)
 
-    def get(self, m: Measurement):
+    def get(self, m: Measurement) -> tuple[Prepared, Capture, Backend]:
         key = (m.spec.workload, m.spec.backend, m.spec.device, group_params(m))
         if key not in self.by_spec:
             backend = self.backends[m.spec.backend]
@@ -221,7 +224,7 @@ def group_params(m: Measurement) -> tuple:
     return tuple((k, v) for k, v in m.spec.params if k != "threads")
 
 
-def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: dict, rounds: int, seed: int,
+def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: Mapping[str, Backend], rounds: int, seed: int,
                   clock: Clock | None) -> tuple[dict[tuple[int, str], list[float]], dict[tuple[int, str], str]]:
     """Each side's seconds per call per round, and each side's cross-talk note ('' for none)."""
     _check_memory([m for _, m in sides])
@@ -242,7 +245,7 @@ def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: di
     return dict(zip(keys, per_call_s)), {key: cross_talk.note(i) for i, key in enumerate(keys)}
 
 
-def _timed_side(m: Measurement, phase: str, prepared, capture: Capture, backend) -> TimedSide:
+def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture, backend: Backend) -> TimedSide:
     device = m.spec.device
     call = capture if phase == "compute" else prepared.end_to_end()
     if call is None:
@@ -256,7 +259,7 @@ def _timed_side(m: Measurement, phase: str, prepared, capture: Capture, backend)
                      pool=(m.spec.backend, m.spec.device, m.threads))
 
 
-def _check(prepared, capture: Capture) -> None:
+def _check(prepared: Prepared, capture: Capture) -> None:
     """The paired blocks' outputs, judged as runner/audit.py judges the timed block's."""
     if prepared.check_output is not None:
         check = prepared.check_output(capture.last)

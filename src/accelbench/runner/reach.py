@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from accelbench.backends.registry import Listed
 from accelbench.devices.model import Device
+from accelbench.verdict import HIDDEN, kind_of
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class UnreachedDevices:
         return cls(str(data.get("name", "")), tuple(str(i) for i in data.get("device_ids", ())), reasons)
 
 
-def unreached_devices(devices: Iterable[Device], backends: dict) -> list[UnreachedDevices]:
+def unreached_devices(devices: Iterable[Device], backends: Listed) -> list[UnreachedDevices]:
     """Every device of `devices` (an inventory's) that no available backend of `backends` reaches."""
     reached = _reached_ids(backends)
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
@@ -52,7 +54,7 @@ def unreached_devices(devices: Iterable[Device], backends: dict) -> list[Unreach
     return [UnreachedDevices(name, tuple(ids), reasons) for (name, reasons), ids in groups.items()]
 
 
-def _reached_ids(backends: dict) -> dict[str, set[str]]:
+def _reached_ids(backends: Listed) -> dict[str, set[str]]:
     reached = {}
     for name, backend in backends.items():
         try:
@@ -65,14 +67,14 @@ def _reached_ids(backends: dict) -> dict[str, set[str]]:
 
 def _hidden(device: Device) -> str | None:
     """The probe's "hidden by CUDA_VISIBLE_DEVICES=…" warning: no framework in this process sees it."""
-    return next((w for w in device.warnings if w.startswith("hidden by")), None)
+    return next((w for w in device.warnings if kind_of(w) == HIDDEN), None)
 
 
-def _reasons(device: Device, backends: dict) -> tuple[tuple[str, str], ...]:
+def _reasons(device: Device, backends: Listed) -> tuple[tuple[str, str], ...]:
     hidden = _hidden(device)
     if hidden:
-        variable = hidden.split(":")[0]
-        return (("", f"{variable}: list this device there or unset it"),)
+        setting = getattr(hidden, "figures", {}).get("setting", "a visibility variable")
+        return (("", f"hidden by {setting}: list this device there or unset it"),)
     reasons: list[tuple[str, str]] = []
     for name, backend in backends.items():
         ask = getattr(backend, "unreached_reason", None)
@@ -88,6 +90,6 @@ def _reasons(device: Device, backends: dict) -> tuple[tuple[str, str], ...]:
     return tuple(reasons)
 
 
-def unreached_records(inventory: Any, backends: dict) -> list[dict[str, Any]]:
+def unreached_records(inventory: Any, backends: Listed) -> list[dict[str, Any]]:
     """unreached_devices as JSON-ready dicts, for the machine record stored with a run."""
     return [group.to_dict() for group in unreached_devices(inventory.devices, backends)]

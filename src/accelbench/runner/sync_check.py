@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelbench.timing.clock import PerfCounterClock
+from accelbench.backends.base import Backend
+from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.timing.sync_probe import SyncProbe, probe
 
 ORDER = 512
 UNTESTED = "synchronisation untested"
 
 
-def probe_backend(backend, device: str, clock=None) -> SyncProbe:
+def probe_backend(backend: Backend, device: str, clock: Clock | None = None) -> SyncProbe:
     clock = clock or PerfCounterClock()
     try:
         dtypes = backend.dtypes(device)

@@ -38,10 +38,10 @@ MAX_PEAK = 1e21                       # FLOP/s or B/s: a zettaflop device is fic
 
 _RUN_ID = re.compile(r"(?!latest)[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")   # "latest" is a ref word
 _DEVICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")          # cpu, cuda:0, opencl:0:0
-_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # a label: printable text without `$` (figure mathematics) and `\`; what a user names a function
 _LABEL = re.compile(rf"[^\x00-\x1f\x7f-\x9f$\\]{{1,{MAX_LABEL}}}")
-_SPEC_NAMES = ("cls", "workload", "backend", "device")
+SPEC_NAMES = ("cls", "workload", "backend", "device")
 
 
 # Where a value sits: a string, or (parent, key), (parent, index) or (parent, key, SHOWN), joined

@@ -37,7 +37,7 @@ def skip_from_dict(data: dict[str, Any]) -> Skip:
 
 
 @cache
-def _orjson_loads() -> Callable[[bytes | str], Any] | None:
+def orjson_loads() -> Callable[[bytes | str], Any] | None:
     """orjson parses a large export about twice as fast as the standard library, and is just as
     strict (NaN and Infinity refused, UTF-8 checked); the standard library stands in without it."""
     try:
@@ -54,7 +54,7 @@ def _reject_constant(name: str) -> Any:
 def parse_json(raw: bytes, path: str | os.PathLike[str]) -> Any:
     """Parse the bytes of the JSON file at `path`, as read_json does."""
     source = Path(path)
-    fast_loads = _orjson_loads()
+    fast_loads = orjson_loads()
     if fast_loads is not None and raw.isascii():  # exports are ASCII
         try:
             return fast_loads(raw)

@@ -11,8 +11,8 @@ from accelbench.devices.model import DEVICE_KINDS, PEAK_METRICS, PROVENANCES
 from accelbench.errors import UsageError
 from accelbench.results import PHASES
 from accelbench.store.document_check import (
-    _PARAM_NAME,
-    _SPEC_NAMES,
+    PARAM_NAME,
+    SPEC_NAMES,
     COUNT,
     DEVICE_ID,
     FORMAT_NAME,
@@ -81,20 +81,20 @@ _param_value.bulk = _param_values  # type: ignore[attr-defined]
 
 
 _WHOLE_PARAM, _FLOAT_PARAM = number(-2**53, 2**53, whole=True), number(-1e300, 1e300)
-_PARAM_MAPPING = mapping(pattern(_PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
+_PARAM_MAPPING = mapping(pattern(PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
                          "an object of parameter -> value")
 
 
 def _params(value: Any, path: Where) -> dict:
     _PARAM_MAPPING(value, path)
     for name in value:
-        if name in _SPEC_NAMES:  # would clash with Spec.make's own arguments
-            raise Invalid((path, name), "a parameter may not be called " + ", ".join(_SPEC_NAMES))
+        if name in SPEC_NAMES:  # would clash with Spec.make's own arguments
+            raise Invalid((path, name), "a parameter may not be called " + ", ".join(SPEC_NAMES))
     return value
 
 
 _params.bulk = lambda column: (  # type: ignore[attr-defined]
-    all_pass(_PARAM_MAPPING, column) and set().union(*column).isdisjoint(_SPEC_NAMES))
+    all_pass(_PARAM_MAPPING, column) and set().union(*column).isdisjoint(SPEC_NAMES))
 
 
 _check_samples_one_by_one = list_of(SAMPLE, non_empty=True)
@@ -171,19 +171,34 @@ _ignored_object.bulk = lambda column: all(type(v) is dict for v in column)  # ty
 
 _SHORT = text(MAX_LABEL)
 _WARNINGS = list_of(text(), max_items=10_000)
+_TEXT, _KINDED = text(), fields({"text": (text(), True), "kind": (text(MAX_LABEL), True),
+                                 "figures": (free_object, False)})
+
+
+def _caveat(value: Any, path: Where) -> Any:
+    """A warning or a verdict reason: {"text", "kind"[, "figures"]} (accelbench.verdict.Caveat), or
+    a plain text (results stored before kinds)."""
+    return _KINDED(value, path) if isinstance(value, dict) else _TEXT(value, path)
+
+
+_CAVEATS = list_of(_caveat, max_items=10_000)
 _SPEC = fields({"workload": (LABEL, True), "backend": (LABEL, True), "device": (DEVICE_ID, True),
                 "params": (_params, False)})
 _CHECK = fields({"passed": (boolean, True), "max_rel_error": (_rel_error, True),
                  "tolerance": (number(0, 1e300), True), "detail": (text(), False),
                  "device_seen": (optional(_SHORT), False)})
-_RESULT = fields({
+# a result as Measurement.to_dict writes it (plus the `derived` block an export adds, ignored here);
+# tests/unit/test_one_schema.py holds these names equal to to_dict's and to results.schema.json's
+RESULT_FIELDS = {
     "spec": (_SPEC, True), "phases_s": (_phases, True), "first_call_s": (SECONDS, True),
     "work": (fields({"flops": (WORK, True), "bytes_moved": (WORK, True)}), True),
-    "check": (_CHECK, True), "warnings": (_WARNINGS, False),
+    "check": (_CHECK, True), "warnings": (_CAVEATS, False),
     "calls_per_sample": (COUNT, False), "target_met": (boolean, False),
     "threads": (optional(number(1, 2**20, whole=True)), False), "telemetry": (free_object, False),
     "extra": (free_object, False), "verdict": (one_of(("", *VERDICTS)), False),
-    "verdict_reasons": (_WARNINGS, False), "derived": (_ignored_object, False)})
+    "verdict_reasons": (_CAVEATS, False), "workload_version": (optional(_SHORT), False),
+    "derived": (_ignored_object, False)}
+_RESULT = fields(RESULT_FIELDS)
 _SKIP = fields({"spec": (_SPEC, True), "reason": (text(), True)})
 
 # the inventory snapshot (as `accelbench info --json` writes it): devices are rebuilt from it for

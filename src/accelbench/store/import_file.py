@@ -23,6 +23,7 @@ from accelbench.store.document_io import parse_json, read_bytes, skip_from_dict 
 from accelbench.store.document_schema import validate_document, validated_runs
 from accelbench.store.row_builder import RowBuilder, worth_a_child
 from accelbench.store.schema import dumps
+from accelbench.verdict import caveats_from_json, caveats_to_json
 
 # Every result has this key once; a valid phases object holds phase names and lists of numbers,
 # so no brace inside it. Any other occurrence (in a string, under `extra`, a duplicate key) makes
@@ -148,7 +149,7 @@ def run_records(runs: Iterable[dict[str, Any]], tags: Mapping[str, Any] | None,
 RESULT_COLUMNS = ("run_id", "spec_key", "workload", "backend", "device", "params_json", "phases_json",
                   "first_call_s", "flops", "bytes_moved", "check_passed", "max_rel_error", "tolerance",
                   "check_detail", "device_seen", "warnings_json", "calls_per_sample", "target_met", "threads",
-                  "extra_json", "telemetry_json", "verdict", "verdict_reasons_json")  # _row's keys, in order
+                  "extra_json", "telemetry_json", "verdict", "verdict_reasons_json", "workload_version")  # _row's keys
 
 
 def _row(run_id: str, result: dict[str, Any], texts: Iterator[str | None] | None) -> dict[str, Any]:
@@ -169,14 +170,15 @@ def _row(run_id: str, result: dict[str, Any], texts: Iterator[str | None] | None
         "bytes_moved": float(result["work"]["bytes_moved"]), "check_passed": int(bool(check["passed"])),
         "max_rel_error": None if math.isnan(error) else error, "tolerance": float(check["tolerance"]),
         "check_detail": str(check.get("detail", "")), "device_seen": check.get("device_seen"),
-        "warnings_json": _dumps_list(result.get("warnings")),
+        "warnings_json": _dumps_caveats(result.get("warnings")),
         "calls_per_sample": int(result.get("calls_per_sample", 1)),
         "target_met": int(bool(result.get("target_met", True))),
         "threads": None if threads is None else int(threads),
         "extra_json": _dumps_object(result.get("extra")),
         "telemetry_json": _dumps_object(result.get("telemetry")),
         "verdict": str(result.get("verdict") or "") or ("valid" if check["passed"] else "invalid"),
-        "verdict_reasons_json": _dumps_list(result.get("verdict_reasons")),
+        "verdict_reasons_json": _dumps_caveats(result.get("verdict_reasons")),
+        "workload_version": None if result.get("workload_version") in (None, "") else str(result["workload_version"]),
     }
 
 
@@ -203,8 +205,9 @@ def _encode_spec(workload: str, backend: str, device: str,
 _encoded_spec = lru_cache(maxsize=1 << 16)(_encode_spec)
 
 
-def _dumps_list(items: list | None) -> str:
-    return dumps([str(item) for item in items]) if items else "[]"  # most results: none
+def _dumps_caveats(items: list | None) -> str:
+    """Warnings or verdict reasons as schema.result_row stores them: {"text", "kind"} or a plain text."""
+    return dumps(caveats_to_json(caveats_from_json(items))) if items else "[]"  # most results: none
 
 
 def _dumps_object(value: dict | None) -> str:

@@ -4,7 +4,7 @@ A fresh database is built by applying every migration in order (0 -> 1 -> 2 -> .
 upgraded old one go through the same statements and cannot drift apart. Each applied version is
 recorded in `schema_version`; the current version is its largest entry.
 
-Current layout (version 4):
+Current layout (version 5):
 
     schema_version(version PK, applied_at)
     runs(id PK, started_at, finished_at, status, accelbench_version, selection_json)
@@ -20,6 +20,7 @@ Current layout (version 4):
     speedups(id PK, run_id -> runs, kind, baseline_result -> results, baseline_phase,
              candidate_result -> results, candidate_phase, baseline_s_json, candidate_s_json,
              note)                                                     # v4
+    (v5: results.workload_version)
 
 Times are ISO 8601 UTC text; JSON columns hold text written by json.dumps. `max_rel_error` is NULL
 when the error was NaN (SQLite stores NaN as NULL), so a failed check keeps its meaning.
@@ -35,7 +36,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from accelbench.results import Measurement, Skip, Spec
-from accelbench.store.document_io import _orjson_loads as _fast_loads  # the one lazy orjson
+from accelbench.verdict import caveats_to_json
+from accelbench.store.document_io import orjson_loads as _fast_loads  # the one lazy orjson
 
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 MACHINE_TEXT = ("hostname", "os", "python")  # machine snapshot keys kept as text columns
@@ -150,8 +152,12 @@ _V3_TO_V4 = (
     "CREATE INDEX speedups_run ON speedups (run_id)",
 )
 
+# v5: the version of the workload code that made each result (Workload.version); NULL: unknown,
+# stored before workloads had versions
+_V4_TO_V5 = ("ALTER TABLE results ADD COLUMN workload_version TEXT",)
+
 # version -> statements that take a database from version - 1 to version
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4, 5: _V4_TO_V5}
 CURRENT_VERSION = max(MIGRATIONS)
 
 
@@ -252,11 +258,12 @@ def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
         "bytes_moved": float(m.work.bytes_moved), "check_passed": int(bool(m.check.passed)),
         "max_rel_error": None if math.isnan(error) else error, "tolerance": float(m.check.tolerance),
         "check_detail": str(m.check.detail), "device_seen": m.check.device_seen,
-        "warnings_json": dumps([str(w) for w in m.warnings]),
+        "warnings_json": dumps(caveats_to_json(m.warnings)),  # {"text", "kind"} or, before kinds, the text
         "calls_per_sample": int(m.calls_per_sample), "target_met": int(bool(m.target_met)),
         "threads": None if m.threads is None else int(m.threads), "extra_json": dumps(dict(m.extra)),
         "telemetry_json": dumps(dict(m.telemetry)),
-        "verdict": m.status, "verdict_reasons_json": dumps([str(r) for r in m.verdict_reasons]),
+        "verdict": m.status, "verdict_reasons_json": dumps(caveats_to_json(m.verdict_reasons)),
+        "workload_version": m.workload_version,
     }
 
 
@@ -284,6 +291,7 @@ def measurement_from_row(row: sqlite3.Row) -> Measurement:
         "extra": json.loads(row["extra_json"]),
         "verdict": row["verdict"],
         "verdict_reasons": json.loads(row["verdict_reasons_json"]),
+        "workload_version": row["workload_version"],
     })
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from functools import lru_cache, partial
 from typing import Any, Sequence
 
-from accelbench.timing.stats import CONFIDENCE, RatioCI, _sorted, quantile_presorted
+from accelbench.timing.stats import CONFIDENCE, RatioCI, sorted_copy, quantile_presorted
 
 
 def ratio_of_medians_ci(numerator_s: Sequence[float], denominator_s: Sequence[float], *,
@@ -57,7 +57,7 @@ def _ratios_of_medians_ci(pairs: Sequence[tuple[Sequence[float], Sequence[float]
     for pair in pairs:
         for side, samples in enumerate(pair):
             if id(samples) not in sorted_data[side]:
-                sorted_data[side][id(samples)] = np.array(_sorted(samples))
+                sorted_data[side][id(samples)] = np.array(sorted_copy(samples))
             uses[side][id(samples)] += 1
         top, bottom = (sorted_data[side][id(samples)] for side, samples in enumerate(pair))
         points.append(float(quantile_presorted(top, 0.5)) / _ratio_denominator(float(quantile_presorted(bottom, 0.5))))

@@ -199,6 +199,19 @@ class Interference:
         crowded = (self.idle_cores or 0.0) < IDLE_CORES_SPARE or wait >= RUN_WAIT_LIMIT
         return (self.others_cores or 0.0) >= OTHERS_CORES_LIMIT and crowded
 
+    @property
+    def cause(self) -> str:
+        """The kind of the disturbance text() describes (accelbench.verdict): what a verdict reads."""
+        from accelbench.verdict import CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, OWN_THREADS
+
+        if self.own_threads and self.disturbed:
+            return OWN_THREADS
+        if self.not_measurable:  # other processes when their threads' counters showed who ran
+            return CPU_WAIT if self.visible_others_cores is None else OTHER_PROCESSES
+        if (self.steal_share or 0.0) >= STEAL_LIMIT and (self.others_cores or 0.0) < OTHERS_CORES_LIMIT:
+            return HYPERVISOR
+        return OTHER_PROCESSES
+
     def text(self) -> str:
         """"other processes used 48% of the 2 cores during this measurement (0.96 cores; steal 0%; ...)"."""
         if self.own_threads and self.disturbed:
@@ -353,7 +366,7 @@ def attach(measurement: Any, findings: list, windows: dict[str, Interference | N
     from accelbench.verdict import NOISY, Finding
 
     telemetry = dict(measurement.telemetry)
-    found = [Finding(NOISY, ("" if phase == "compute" else f"{phase}: ") + window.text())
+    found = [Finding(NOISY, ("" if phase == "compute" else f"{phase}: ") + window.text(), window.cause)
              for phase, window in windows.items() if window is not None and window.disturbed]
     found += [Finding(NOISY, reason) for reason in device_reasons(telemetry, device)]
     telemetry["interference"] = {phase: w.to_dict() for phase, w in windows.items() if w is not None}

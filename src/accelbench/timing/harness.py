@@ -23,8 +23,10 @@ from typing import Any, Callable, Mapping
 from accelbench.timing import bursts, stats
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock, clock_resolution_s
-from accelbench.timing.rigor import DEFAULT_RIGOR, Rigor, get_rigor
+from accelbench.timing.rigor import DEFAULT_RIGOR, RIGORS, Rigor
 from accelbench.units import format_seconds
+from accelbench.verdict import (DRIFT, OVERHEAD, RESOLUTION, STATE_CHANGED, STATE_UNREAD, TARGET, UNSTABLE,
+                               WARMUP, Caveat)
 
 MAX_OVERHEAD_FRACTION = 0.001   # clock read + sync under 0.1% of a block
 RESOLUTION_FACTOR = 1000        # a block spans >= 1000 clock steps: quantisation under 0.1%
@@ -53,7 +55,7 @@ class Timing:
     first_call_s: float
     calls_per_sample: int
     target_met: bool
-    warnings: tuple[str, ...]
+    warnings: tuple[Caveat, ...]   # each with its kind (accelbench.verdict): what a verdict reads
     total_wall_s: float          # clock time for everything, first call included
     overhead_s: float = 0.0      # one empty block (clock read + sync), measured
     warmup_samples: int = 0      # blocks run before sampling, block-size calibration included
@@ -123,7 +125,7 @@ def _settled(per_call_s: list[float]) -> bool:
 
 
 def _warm_up(run: _Run, target_s: float, overhead_s: float, fixed_calls: int | None = None
-             ) -> tuple[int, int, list[str]]:
+             ) -> tuple[int, int, list[Caveat]]:
     """Grow the block to the target length and run blocks until times stop trending down.
 
     Returns (calls per block, warm-up blocks run, warnings). Per-call estimates subtract the
@@ -143,9 +145,10 @@ def _warm_up(run: _Run, target_s: float, overhead_s: float, fixed_calls: int | N
                 break
         if block_s < target_s and calls < MAX_CALLS_PER_BLOCK:
             calls = _grown(calls, block_s, target_s)
-    warnings = []
+    warnings: list[Caveat] = []
     if _still_falling(per_call_s):
-        warnings.append(f"still getting faster after {blocks} warm-up blocks: warm-up may be incomplete")
+        warnings.append(Caveat(f"still getting faster after {blocks} warm-up blocks: warm-up may be incomplete",
+                               WARMUP, {"warmup_blocks": blocks}))
     recent_s = stats.median(per_call_s[-3:]) if per_call_s else 0.0
     if fixed_calls is not None:
         return fixed_calls, blocks, warnings
@@ -177,7 +180,7 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
 
 
 def measure(call: Callable[[], object], synchronize: Callable[[], object], *, clock: Clock | None = None,
-            rigor: Rigor | str = DEFAULT_RIGOR, state: StateReader | None = None,
+            rigor: Rigor = RIGORS[DEFAULT_RIGOR], state: StateReader | None = None,
             calls_per_block: int | None = None, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> Timing:
     """Time `call` (seconds per call) under `rigor`; see the module docstring for the method.
 
@@ -188,8 +191,7 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     `min_samples` are taken even when the budget runs out first (a workload's own minimum).
     """
     clock = clock if clock is not None else PerfCounterClock()
-    rigor = get_rigor(rigor)
-    run, warnings = _Run(call, synchronize, clock, rigor), list[str]()
+    run, warnings = _Run(call, synchronize, clock, rigor), list[Caveat]()
     before = _read_state(state, warnings)
     synchronize()  # work queued before the measurement is not ours to count
     start_s = clock.now()
@@ -214,25 +216,28 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
 # -- warnings ----------------------------------------------------------------------------------
 
 def _quality_warnings(summary: stats.Summary, rigor: Rigor, stop_reason: str, calls: int,
-                      overhead_s: float, resolution_s: float) -> list[str]:
-    warnings = []
+                      overhead_s: float, resolution_s: float) -> list[Caveat]:
+    warnings: list[Caveat] = []
     if stop_reason != "target":
         warnings.append(_target_warning(summary, rigor, stop_reason))
     if summary.median_s > 0 and summary.rel_iqr > UNSTABLE_IQR_FRACTION:
-        warnings.append(f"unstable: IQR is {summary.rel_iqr:.0%} of median")
+        warnings.append(Caveat(f"unstable: IQR is {summary.rel_iqr:.0%} of median", UNSTABLE,
+                               {"rel_iqr": summary.rel_iqr}))
     block_s = summary.median_s * calls
     if math.isfinite(resolution_s) and block_s < resolution_s * RESOLUTION_FACTOR:
         steps = block_s / resolution_s
-        warnings.append(f"block of {format_seconds(block_s)} is only {steps:.0f}x the clock resolution "
-                        f"({format_seconds(resolution_s)}); want >= {RESOLUTION_FACTOR}x")
+        warnings.append(Caveat(f"block of {format_seconds(block_s)} is only {steps:.0f}x the clock resolution "
+                               f"({format_seconds(resolution_s)}); want >= {RESOLUTION_FACTOR}x", RESOLUTION,
+                               {"block_s": block_s, "resolution_s": resolution_s}))
     if overhead_s > MAX_OVERHEAD_FRACTION * block_s:
         share = overhead_s / block_s if block_s > 0 else math.inf
-        warnings.append(f"clock read + sync overhead ({format_seconds(overhead_s)}) is {share:.2%} "
-                        f"of a block; want < {MAX_OVERHEAD_FRACTION:.1%}")
+        warnings.append(Caveat(f"clock read + sync overhead ({format_seconds(overhead_s)}) is {share:.2%} "
+                               f"of a block; want < {MAX_OVERHEAD_FRACTION:.1%}", OVERHEAD,
+                               {"overhead_s": overhead_s, "block_s": block_s}))
     return warnings
 
 
-def _drift_warnings(samples_s: list[float]) -> list[str]:
+def _drift_warnings(samples_s: list[float]) -> list[Caveat]:
     """Samples that trend during the run (throttling, a neighbour's load): the median hides it."""
     third = len(samples_s) // 3
     if third < DRIFT_MIN_SAMPLES:
@@ -245,26 +250,29 @@ def _drift_warnings(samples_s: list[float]) -> list[str]:
     if abs(change) <= DRIFT_FRACTION or stats.mann_whitney(first_s, last_s).p_value >= DRIFT_P_VALUE:
         return []
     direction = "faster" if change < 0 else "slower"
-    return [f"drift: the last third of the samples is {abs(change):.0%} {direction} than the first"]
+    return [Caveat(f"drift: the last third of the samples is {abs(change):.0%} {direction} than the first",
+                   DRIFT, {"change": change})]
 
 
-def _target_warning(summary: stats.Summary, rigor: Rigor, stop_reason: str) -> str:
+def _target_warning(summary: stats.Summary, rigor: Rigor, stop_reason: str) -> Caveat:
     why = (f"budget of {rigor.budget_s:g} s spent" if stop_reason == "budget"
            else f"maximum of {rigor.max_samples} samples reached")
     target = f"target ±{rigor.target_rel_ci * 100:g}%"
+    figures = {"rel_ci_halfwidth": summary.rel_ci_halfwidth, "target_rel_ci": rigor.target_rel_ci,
+               "samples": summary.n, "stop_reason": stop_reason}
     if math.isinf(summary.rel_ci_halfwidth):
-        return f"95% CI of the median undefined with {summary.n} samples, {target}: {why}"
-    return f"95% CI ±{summary.rel_ci_halfwidth:.1%} of median, {target}: {why}"
+        return Caveat(f"95% CI of the median undefined with {summary.n} samples, {target}: {why}", TARGET, figures)
+    return Caveat(f"95% CI ±{summary.rel_ci_halfwidth:.1%} of median, {target}: {why}", TARGET, figures)
 
 
-def _read_state(state: StateReader | None, warnings: list[str]) -> dict[str, Any] | None:
+def _read_state(state: StateReader | None, warnings: list[Caveat]) -> dict[str, Any] | None:
     """Telemetry must never stop a measurement: a failing reader becomes a warning."""
     if state is None:
         return None
     try:
         return dict(state())
     except Exception as exc:  # noqa: BLE001 - any reader failure is reported, not raised
-        warnings.append(f"state reader failed: {exc!r}")
+        warnings.append(Caveat(f"state reader failed: {exc!r}", STATE_UNREAD))
         return None
 
 
@@ -276,11 +284,11 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def state_warnings(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[str]:
+def state_warnings(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[Caveat]:
     """A warning per reading that moved more than 5% (numbers) or changed at all (anything else)."""
     if not before or not after:
         return []
-    warnings = []
+    warnings: list[Caveat] = []
     for key, old in before.items():
         new = after.get(key)
         if _missing(old) or _missing(new):
@@ -288,7 +296,9 @@ def state_warnings(before: Mapping[str, Any] | None, after: Mapping[str, Any] | 
         if _is_number(old) and _is_number(new):
             if abs(new - old) > STATE_CHANGE_FRACTION * abs(old):
                 change = f" ({(new - old) / old:+.0%})" if old else ""
-                warnings.append(f"{key} changed during the measurement: {old:g} -> {new:g}{change}")
+                warnings.append(Caveat(f"{key} changed during the measurement: {old:g} -> {new:g}{change}",
+                                       STATE_CHANGED, {"reading": key, "before": old, "after": new}))
         elif old != new:
-            warnings.append(f"{key} changed during the measurement: {old!r} -> {new!r}")
+            warnings.append(Caveat(f"{key} changed during the measurement: {old!r} -> {new!r}", STATE_CHANGED,
+                                   {"reading": key, "before": old, "after": new}))
     return warnings

@@ -23,7 +23,8 @@ SAME_WITHIN = 0.02  # a speed-up interval inside 1 ± 2% is "same": finer claims
 _TAIL_SIGMAS = 8.0  # binomial mass further than this from the mean is negligible (< 1e-15)
 
 
-def _sorted(samples: Sequence[float]) -> list[float]:
+def sorted_copy(samples: Sequence[float]) -> list[float]:
+    """The samples as floats, sorted (a new list); ValueError when there are none."""
     data = sorted(map(float, samples))
     if not data:
         raise ValueError("no samples")
@@ -43,7 +44,7 @@ def quantile_presorted(data: Sequence[float] | NDArray[Any], q: float) -> float:
 
 
 def quantile(samples: Sequence[float], q: float) -> float:
-    return quantile_presorted(_sorted(samples), q)
+    return quantile_presorted(sorted_copy(samples), q)
 
 
 def median(samples: Sequence[float]) -> float:
@@ -52,7 +53,7 @@ def median(samples: Sequence[float]) -> float:
 
 def quartiles(samples: Sequence[float]) -> tuple[float, float]:
     """(Q1, Q3): the 25th and 75th percentiles."""
-    data = _sorted(samples)
+    data = sorted_copy(samples)
     return quantile_presorted(data, 0.25), quantile_presorted(data, 0.75)
 
 
@@ -62,12 +63,12 @@ def iqr(samples: Sequence[float]) -> float:
 
 
 def mean(samples: Sequence[float]) -> float:
-    return _mean(_sorted(samples))
+    return _mean(sorted_copy(samples))
 
 
 def stdev(samples: Sequence[float]) -> float:
     """Sample standard deviation (n - 1); 0.0 for a single sample."""
-    return _stdev(_sorted(samples))
+    return _stdev(sorted_copy(samples))
 
 
 def _mean(data: list[float]) -> float:
@@ -128,7 +129,7 @@ def median_ci_presorted(data: Sequence[float], confidence: float = CONFIDENCE) -
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    return median_ci_presorted(_sorted(samples), confidence)
+    return median_ci_presorted(sorted_copy(samples), confidence)
 
 
 def relative_halfwidth(centre: float, low: float, high: float) -> float:
@@ -208,7 +209,7 @@ class Summary:
 def summarize(samples: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
     """`samples` in the order they were taken: the interval is the wider of the order-statistic one
     and the one from batch medians (see `batch_ci_halfwidth`)."""
-    data = _sorted(samples)
+    data = sorted_copy(samples)
     median_s = quantile_presorted(data, 0.5)
     q1_s, q3_s = quantile_presorted(data, 0.25), quantile_presorted(data, 0.75)
     low_s, high_s = median_ci_presorted(data, confidence)

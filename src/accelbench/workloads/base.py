@@ -5,10 +5,14 @@ A workload that cannot run somewhere raises Unsupported("reason"); the run recor
 """
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from accelbench.results import Check, Work
+
+if TYPE_CHECKING:
+    from accelbench.backends.base import Backend
 
 
 @dataclass
@@ -95,9 +99,16 @@ class SelfTimed:
     target_met: bool = True
 
 
-class Workload:
+class Workload(abc.ABC):
+    """What every workload declares (the abstract methods: REQUIRED_METHODS); the registry refuses a
+    plugin without them (workloads/registry.py), naming it and what it lacks."""
+
     name: str = ""
     description: str = ""
+    #: the version of what it measures: raise it when a change to the code makes its figures
+    #: incomparable with earlier ones (another kernel, another input, another check). Every result
+    #: records it, and `accelbench compare` names a change as a difference between two runs.
+    version: str = "1"
     #: the parameter `--sizes` sets ("n" for matmul, "bytes" for transfer, ...)
     size_param: str = "n"
     size_unit: str = "elements"
@@ -112,16 +123,30 @@ class Workload:
     #: the candidate's own backend on the CPU, on all cores and on one (deep learning: numpy runs none)
     cpu_baseline: str = "numpy"
 
+    @abc.abstractmethod
     def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[dict]:
         """Parameter dicts to run; `sizes`/`dtypes` override the defaults where given."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def work(self, params: dict) -> Work:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def footprint_bytes(self, params: dict) -> int:
         """Device memory the instance needs, so absurd sizes are refused before anything runs."""
         raise NotImplementedError
 
-    def prepare(self, backend, device: str, params: dict, seed: int) -> Prepared:
+    @abc.abstractmethod
+    def prepare(self, backend: Backend, device: str, params: dict, seed: int) -> Prepared:
         raise NotImplementedError
+
+
+REQUIRED_METHODS = tuple(sorted(Workload.__abstractmethods__))
+
+
+def missing_methods(cls: object) -> tuple[str, ...]:
+    """What a workload class lacks of the contract (all of it for a class that is not a Workload)."""
+    if not isinstance(cls, type) or not issubclass(cls, Workload):
+        return REQUIRED_METHODS
+    return tuple(sorted(getattr(cls, "__abstractmethods__", ())))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accelbench.errors import UsageError
 from accelbench.plugins import WORKLOADS_GROUP, import_target, is_builtin, plugin_targets
+from accelbench.workloads.base import Workload, missing_methods
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
 BUILTIN_WORKLOADS = {
@@ -32,7 +33,7 @@ BUILTIN_WORKLOADS = {
 QUICK_SUITE = ("matmul", "stream", "memcpy", "reduce", "elementwise")
 
 # workloads given as objects (a user's function through accelbench.bench) live here for the process
-_INSTANCES: dict = {}
+_INSTANCES: dict[str, Workload] = {}
 
 
 def _targets() -> dict[str, str]:
@@ -48,7 +49,10 @@ def workload_names() -> list[str]:
     return names + sorted(extra - set(names))
 
 
-def register_workload(workload) -> None:
+def register_workload(workload: Workload) -> None:
+    """Add a workload object for this process (a user's function); one lacking part of the contract
+    is refused (UsageError naming it and what it lacks)."""
+    _complete(workload.name, repr(type(workload).__qualname__), type(workload))
     if workload.name in _targets() and workload.name not in _INSTANCES:
         raise UsageError(f"workload name {workload.name!r} is taken by an installed workload; choose another name")
     _INSTANCES[workload.name] = workload
@@ -58,19 +62,31 @@ def unregister_workload(name: str) -> None:
     _INSTANCES.pop(name, None)
 
 
-def builtin_workload_class(name: str):
+def builtin_workload_class(name: str) -> type[Workload] | None:
     """The class of a built-in workload (None for user functions, third parties' and unknown names),
     imported now; None too where its module needs a package that is not installed."""
     target = _targets().get(name)
     if name in _INSTANCES or target is None or not is_builtin(target):
         return None
     try:
-        return import_target(target)
+        return _complete(name, repr(target), import_target(target))
     except ImportError:
         return None
 
 
-def get_workload(name: str):
+def _complete(name: str, target: str, cls: object) -> type[Workload]:
+    """`cls`, once it is a Workload keeping the whole contract; else a UsageError naming the plugin and
+    each method it lacks (found when it is loaded, not as a skip in the middle of a run)."""
+    if not isinstance(cls, type) or not issubclass(cls, Workload):
+        raise UsageError(f"workload {name!r} ({target}) is not a subclass of accelbench.workloads.base.Workload")
+    missing = missing_methods(cls)
+    if missing:
+        raise UsageError(f"workload {name!r} ({target}) does not implement {', '.join(missing)} "
+                         "(required of every workload: accelbench.workloads.base.Workload)")
+    return cls
+
+
+def get_workload(name: str) -> Workload:
     if name in _INSTANCES:
         return _INSTANCES[name]
     target = _targets().get(name)
@@ -85,4 +101,4 @@ def get_workload(name: str):
     except Exception as exc:  # noqa: BLE001 - a third party's broken module is named, not a traceback
         raise UsageError(f"workload {name!r} could not be loaded from {target!r}: {type(exc).__name__}: {exc}"
                          ) from None
-    return cls()
+    return _complete(name, repr(target), cls)()

@@ -59,6 +59,7 @@ class Rotation:
         self.kept: list[tuple[Any, Variant]] = []   # (output, its variant), a random few
         self.since_poison = 0                       # calls since the last poison
         self.touched: set[int] = set()              # keys of the variants called since then
+        self.poisons = _PRIVATE.randrange(2)        # poisons so far, from a random start: even ones scatter
 
     def _made(self, key: int) -> Variant:
         variant = self.make(key)
@@ -137,20 +138,29 @@ class Rotation:
         return None
 
     def poison(self, fill: Callable[[Any], bool]) -> None:
+        """NaN into every output buffer: all of it, or (every other poison, from a random start) a
+        few elements in a thousand drawn at random, which a backend sampling its buffers for the
+        poison cannot find, and a call that rewrites a part of its output leaves standing."""
+        self.poisons += 1
+        scattered = self.poisons % 2 == 0
         for variant in self.variants:
             for array in (variant.out, variant.last):
-                if array is not None and not raw_access.poison(array):
+                if array is None or (scattered and raw_access.poison_scattered(array, _draw)):
+                    continue
+                if not raw_access.poison(array):
                     fill(array)  # a type accelbench cannot write: only the backend can (its placement is unverified)
         self.kept, self.since_poison, self.touched = [], 0, set()
 
     def refresh(self) -> None:
         """The variant the next call uses gets inputs never seen before (new arrays, new values)."""
         upcoming = (self.turn + 1) % len(self.variants)
-        replaced = self.variants[upcoming]
-        if replaced.drop:
+        replaced = self.variants.pop(upcoming)  # let it go before the new one is made: two input
+        if replaced.drop:                        # sets in memory at once, never three
             replaced.drop()
+        self.kept = [(out, v) for out, v in self.kept if v is not replaced]  # check() skips them anyway
+        del replaced
         with one_blas_thread():  # the reference's BLAS must leave no thread spinning beside the fresh call
-            self.variants[upcoming] = self._made(self.made)
+            self.variants.insert(upcoming, self._made(self.made))
         self.made += 1
         variant = self.variants[upcoming]
         if self.fill and variant.out is not None:
@@ -173,6 +183,11 @@ class Rotation:
                 variant.drop()
         self.variants.clear()
         self.kept.clear()
+
+
+def _draw(size: int, count: int) -> np.ndarray:
+    """`count` distinct flat indices below `size`, from a generator the backend never sees."""
+    return np.asarray(_PRIVATE.sample(range(size), count), dtype=np.int64)
 
 
 def _dtype_problem(output: Any, variant: Variant) -> str | None:

@@ -329,6 +329,11 @@ class Comparison:
 
         return comparison_html(self)
 
+    def __repr__(self) -> str:
+        from accelbench.report.compare.html import comparison_text
+
+        return comparison_text(self)
+
 
 def _ci_dict(ci: stats.RatioCI | None) -> dict | None:
     return None if ci is None else {"ratio": ci.ratio, "ci_low": ci.low, "ci_high": ci.high, "text": ci_text(ci)}

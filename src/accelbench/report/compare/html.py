@@ -1,4 +1,5 @@
-"""HTML tables for Jupyter: a Comparison's `_repr_html_`, and a run's results (RunResults rows).
+"""HTML tables for Jupyter: a Comparison's `_repr_html_` (and its short text `repr`), and a run's
+results (RunResults rows).
 
 Plain HTML with inline styles only, every value escaped: a notebook renders it as it is, and a
 workload name or warning can never inject markup.
@@ -78,6 +79,24 @@ def comparison_html(comparison: "Comparison") -> str:
     return "<div>" + "".join(parts) + "</div>"
 
 
+COMPARISON_ROWS_SHOWN = 6  # spec lines in a Comparison's repr
+
+
+def comparison_text(comparison: "Comparison") -> str:
+    """`repr()` of a Comparison: the verdict first, then the changed (or undecided) specs, a few lines."""
+    from accelbench.report.result_text import clip
+
+    c = comparison
+    lines = [f"Comparison: run {c.b.run_id} against baseline {c.a.run_id} ({c.scope})",
+             f"  {clip(c.summary_line(), 400)}"]
+    changed = [r for r in c.rows if r.verdict != "same"]
+    for r in changed[:COMPARISON_ROWS_SHOWN]:
+        lines.append(f"  {r.verdict}: {clip(r.label + ' ' + r.factor_text() + (' — ' + r.note if r.note else ''), 150)}")
+    if len(changed) > COMPARISON_ROWS_SHOWN:
+        lines.append(f"  … {len(changed) - COMPARISON_ROWS_SHOWN} more: .rows")
+    return "\n".join(lines)
+
+
 def _time_cell(summary) -> str:
     halfwidth = max(summary.median_s - summary.ci_low_s, summary.ci_high_s - summary.median_s)
     if summary.median_s <= 0 or math.isinf(halfwidth):
@@ -93,17 +112,24 @@ def _speedup_cell(row: "Row") -> str:
 
 
 def results_table_html(rows: Sequence["Row"]) -> str:
-    """One run's analysed rows (RunResults.rows) as an HTML table: time ± CI, rate, check, speed-up."""
+    """One run's analysed rows (RunResults.rows) as an HTML table: time ± CI, rate, verdict, speed-up.
+
+    Each verdict other than valid has its reasons in plain text under its row (a saved notebook or
+    an HTML export shows no tooltips); an invalid result shows no time and no rate: they count nowhere."""
     cells = []
     for row in rows:
         m = row.measurement
         rate = format_si(row.rate, row.rate_unit) if m.valid and row.rate else "—"
-        reasons = escape("; ".join(m.verdict_reasons))
-        check = (f'<span title="{reasons}">{escape(m.status)}</span>' if m.valid
-                 else f'<span style="color:#cf222e;font-weight:bold" title="{reasons}">{escape(m.status)}</span>')
+        check = (escape(m.status) if m.valid
+                 else f'<span style="color:#cf222e;font-weight:bold">{escape(m.status)}</span>')
+        time = _time_cell(row.summary) if m.valid else "— (not counted)"
         cells.append((escape(m.spec.workload), escape(where(m.spec)), escape(params_text(m.spec)),
-                      escape(_time_cell(row.summary)), escape(rate), check, escape(_speedup_cell(row))))
-    notes = [escape("warnings: " + "; ".join(row.measurement.warnings)) if row.measurement.warnings else ""
-             for row in rows]
-    return "<div>" + _table(("workload", "where", "parameters", "median ± 95% CI", "rate", "check",
+                      escape(time), escape(rate), check, escape(_speedup_cell(row))))
+    notes = [escape("; ".join(_row_notes(row.measurement))) for row in rows]
+    return "<div>" + _table(("workload", "where", "parameters", "median ± 95% CI", "rate", "verdict",
                              "× vs CPU all cores [95% CI]"), cells, right=(3, 4), notes=notes) + "</div>"
+
+
+def _row_notes(m) -> list[str]:
+    notes = [f"{m.status}: " + "; ".join(m.verdict_reasons)] if m.status != "valid" and m.verdict_reasons else []
+    return notes + (["warnings: " + "; ".join(m.warnings)] if m.warnings else [])

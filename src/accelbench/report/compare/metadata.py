@@ -2,7 +2,8 @@
 
 A comparison is never refused for differing metadata, but every difference that can move the
 numbers (another host, device, driver, library version, BLAS and its threads, thread variables,
-rigor) is listed beside the verdicts, and a comparison across hosts is labelled as such.
+rigor, another version of a workload's code) is listed beside the verdicts, and a comparison across
+hosts is labelled as such.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from accelbench.report.data import RunData
 
 UNSET = "(unset)"
+UNKNOWN_VERSION = "(unknown)"  # a result stored before workloads had versions
 # environment variables recorded with a run that cannot change a timing
 IGNORED_ENVIRONMENT = frozenset({"ACCELBENCH_DB"})
 DEVICE_PROPERTIES = ("driver_version", "cuda_driver_version", "compute_capability", "usable_cpus",
@@ -90,7 +92,21 @@ def differences(a: RunData, b: RunData, device_ids: Iterable[str] = ()) -> list[
     found += _mapping_differences("environment", a.machine.get("environment") or {},
                                   b.machine.get("environment") or {}, ignore=IGNORED_ENVIRONMENT)
     found += _device_differences(device_ids, a, b)
+    found += _workload_versions(a, b)
     return found
+
+
+def _workload_versions(a: RunData, b: RunData) -> list[MetadataDifference]:
+    """Each workload both runs measured whose code version differs ("workload matmul.version": 1 → 2):
+    its figures may have changed because what it measures changed, not the machine."""
+    def versions(run: RunData) -> dict[str, str]:
+        found: dict[str, set[str]] = {}
+        for m in run.measurements:
+            found.setdefault(m.spec.workload, set()).add(m.workload_version or UNKNOWN_VERSION)
+        return {name: ", ".join(sorted(v)) for name, v in found.items()}
+    in_a, in_b = versions(a), versions(b)
+    return [MetadataDifference(f"workload {name}.version", in_a[name], in_b[name])
+            for name in sorted(set(in_a) & set(in_b)) if in_a[name] != in_b[name]]
 
 
 def same_machine(a: RunData, b: RunData) -> bool:

@@ -36,7 +36,8 @@ import numpy as np
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Work
 from accelbench.timing import stats
-from accelbench.timing.rigor import DEFAULT_RIGOR, get_rigor
+from accelbench.timing.rigor import DEFAULT_RIGOR, RIGORS, Rigor
+from accelbench.verdict import TARGET, UNSTABLE, Caveat
 from accelbench.vocabulary import usable_cpus
 from accelbench.workloads.base import Prepared, SelfTimed, Workload
 from accelbench.workloads.dl.ddp_worker import MIN_STEPS_ON_BUDGET, MLP_WIDTHS  # noqa: F401
@@ -252,21 +253,22 @@ class _DDPRun:
         """One whole launch (what self_timed measures step by step)."""
         return launch(self.config)
 
-    def self_timed(self, rigor=None) -> SelfTimed:
-        rigor = get_rigor(rigor or DEFAULT_RIGOR)
+    def self_timed(self, rigor: Rigor = RIGORS[DEFAULT_RIGOR]) -> SelfTimed:
         self.config.update(target_rel_ci=rigor.target_rel_ci, budget_s=rigor.budget_s,
                            min_steps=rigor.min_samples, max_steps=rigor.max_samples)
         self.results = launch(self.config)
         if self.config["workers"] > 1:
             self.baseline = [self.results[0]["baseline"]]  # rank 0 alone, same threads per worker
-        warnings = []
+        warnings: list[str] = []
         summary = stats.summarize(slowest_steps(self.results))
         target_met = summary.rel_ci_halfwidth <= rigor.target_rel_ci
         if not target_met:
-            warnings.append(f"95% CI ±{summary.rel_ci_halfwidth:.1%} of median with {summary.n} steps, "
-                            f"target ±{rigor.target_rel_ci:.0%}: budget of {rigor.budget_s:g} s spent")
+            warnings.append(Caveat(f"95% CI ±{summary.rel_ci_halfwidth:.1%} of median with {summary.n} steps, "
+                                   f"target ±{rigor.target_rel_ci:.0%}: budget of {rigor.budget_s:g} s spent", TARGET,
+                                   {"rel_ci_halfwidth": summary.rel_ci_halfwidth, "target_rel_ci": rigor.target_rel_ci}))
         if summary.rel_iqr > 0.10:
-            warnings.append(f"unstable: IQR is {summary.rel_iqr:.0%} of median")
+            warnings.append(Caveat(f"unstable: IQR is {summary.rel_iqr:.0%} of median", UNSTABLE,
+                                   {"rel_iqr": summary.rel_iqr}))
         return SelfTimed(phases_s={"compute": tuple(slowest_steps(self.results))},
                          first_call_s=max(r["first_step_s"] for r in self.results), warnings=tuple(warnings),
                          target_met=target_met)

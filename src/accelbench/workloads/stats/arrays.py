@@ -14,7 +14,7 @@ from accelbench.backends.arrays import ACCELERATOR_CHUNK_ELEMENTS, CPU_CHUNK_ELE
 from accelbench.errors import Unsupported
 
 __all__ = ["ACCELERATOR_CHUNK_ELEMENTS", "ArrayOps", "HostOps", "array_ops", "chunk_counts", "map_chunks", "map_draws",
-           "require_dtype"]
+           "parallel_width", "require_dtype"]
 
 #: what the workloads annotate their `ops` with: one backend's namespace on one device
 ArrayOps = ArrayNamespace
@@ -39,6 +39,12 @@ def map_chunks(ops: Any, function: Callable[[Any], Any], items: Iterable[Any]) -
     its calls release the GIL, so chunks run on all cores), else one after another."""
     run = getattr(ops, "parallel_map", None)
     return run(function, items) if run is not None else [function(item) for item in items]
+
+
+def parallel_width(ops: Any) -> int:
+    """How many items map_chunks runs at once on `ops` (numpy: its CPU threads; elsewhere 1)."""
+    width = getattr(ops, "parallel_width", None)
+    return max(1, width()) if width is not None else 1
 
 
 def map_draws(ops: Any, rng: Any, function: Callable[[Any, Any], Any], items: Sequence[Any]) -> list[Any]:

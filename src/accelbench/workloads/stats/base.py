@@ -51,6 +51,12 @@ class StatsWorkload(Workload):
     def items_per_call(self, params: dict) -> int:
         raise NotImplementedError
 
+    def sequential(self, params: dict) -> bool:
+        """True where the problem is one chain of dependent steps, which no thread count speeds up: its
+        CPU result on N threads is flagged as running on one and is no all-cores baseline. Every other
+        statistics problem runs its chunks on all the CPU threads (stats/arrays.py map_chunks)."""
+        return False
+
 
 Judgement = Callable[..., "tuple[Check, dict]"]
 

@@ -15,14 +15,19 @@ free of launch costs, but using one lane of thousands on a GPU (one core under P
 speed-up over numpy is that of compiled code over an interpreted loop, not of parallel hardware.
 
 Both report chain-steps per second, so the cost of a step of one chain and of a chain-step among
-many can be set side by side. numpy runs both on one core whatever its thread count: one chain is
-sequential by nature, and many chains' ~20 small array ops per step are bound by the interpreter
-(held under the GIL), so splitting the chains over threads was measured no faster; a CPU result
-with 2 threads says so (runner/execute.py: the cores it used). The check compares the moments of the kept draws (after a quarter
-discarded as burn-in) with the target's — means 0, variances 1, covariance 0.5 — in standard errors
-that account for autocorrelation: the spread of independent units, which are the chains for
-`chains` and 20 consecutive batches of the one chain for `sequential` (batch means; 5 SE, as a t
-with 19 degrees of freedom has heavier tails).
+many can be set side by side. On numpy with several threads the chains are split into groups, one
+per thread (at least MIN_GROUP_CHAINS chains each), each walking its own step loop from its own
+random stream on the pool (numpy releases the GIL inside each op: measured here, a step of 4096
+chains is ~10 µs of interpreter and ~200 µs inside the ops, so two groups keep two cores running).
+One chain is sequential by nature: numpy runs it on one core whatever its thread count, and a CPU
+result that claims more says so (runner/execute.py: the cores it used) and is no all-cores baseline.
+An accelerator steps every chain in each launch (one group).
+
+The check compares the moments of the kept draws (after a quarter discarded as burn-in) with the
+target's — means 0, variances 1, covariance 0.5 — in standard errors that account for
+autocorrelation: the spread of independent units, which are the chains for `chains` and 20
+consecutive batches of the one chain for `sequential` (batch means; 5 SE, as a t with 19 degrees of
+freedom has heavier tails).
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.rotation import SEED_STRIDE
+from accelbench.workloads.stats.arrays import map_chunks, parallel_width
 from accelbench.workloads.stats.base import StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import STANDARD_ERRORS_LIMIT, Conditions
 from accelbench.workloads.stats.rng import device_random, generator_name
@@ -56,6 +62,9 @@ ARRAY_OPS_PER_STEP = 21
 # per chain-step: ~10 per normal (2) and ~3 for the log of a uniform, the proposal (2), log π (6),
 # the comparison (2), two selects (3), the acceptance count (1), the moment sums (7)
 FLOPS_PER_CHAIN_STEP = 44
+# fewest chains in a group run on a thread of its own: a step costs ~10 µs of interpreter whatever
+# the chain count and ~50 ns per chain, so 512 chains keep the interpreter's share near a sixth
+MIN_GROUP_CHAINS = 512
 
 
 def log_density(x):
@@ -109,6 +118,25 @@ def run_chains(ops, functions, rng, chains: int, steps: int, batches: int, dtype
     return ops.stack(records), accepted
 
 
+def chain_groups(ops, chains: int) -> int:
+    """Groups the chains are split into: one per thread map_chunks runs at once, each of at least
+    MIN_GROUP_CHAINS chains; one where the namespace runs one item at a time (an accelerator)."""
+    return max(1, min(parallel_width(ops), chains // MIN_GROUP_CHAINS))
+
+
+def run_chain_groups(ops, functions, rng, chains: int, steps: int, batches: int, dtype: str):
+    """run_chains over chain_groups(ops, chains) groups at once, each from its own random stream:
+    moment sums (batches, chains, 5) and acceptances (chains,), the groups' chains side by side."""
+    groups, spawn = chain_groups(ops, chains), getattr(rng, "spawn", None)
+    if groups == 1 or spawn is None:  # one stream cannot be shared between threads
+        return run_chains(ops, functions, rng, chains, steps, batches, dtype)
+    sizes = [chains // groups + (1 if g < chains % groups else 0) for g in range(groups)]
+    streams = spawn(groups)
+    done = map_chunks(ops, lambda g: run_chains(ops, functions, streams[g], sizes[g], steps, batches, dtype),
+                      range(groups))
+    return ops.concat([sums for sums, _ in done], axis=1), ops.concat([accepted for _, accepted in done])
+
+
 def unit_means(sums: np.ndarray, per_unit_steps: int) -> np.ndarray:
     """(units, 5) means of x1, x2, x1², x2², x1·x2 from the moment sums."""
     return sums.reshape(-1, 5) / per_unit_steps
@@ -130,6 +158,9 @@ class MCMC(StatsWorkload):
 
     def items_per_call(self, params):
         return params["chains"] * params["steps"]
+
+    def sequential(self, params):
+        return params["chains"] == 1  # one chain: every step waits for the last
 
     def work(self, params):
         chain_steps = params["chains"] * params["steps"]
@@ -155,10 +186,11 @@ class MCMC(StatsWorkload):
             return self.judge(ops.to_host64(sums), ops.to_host64(accepted), params, batches,
                               ops.backend.location(sums), ops.device)
 
-        return checked(lambda: ops.ready(*run_chains(ops, functions, timed, chains, steps, batches, dtype)), judge,
-                       base_metrics(self, params, seed, generator_name(ops)) |
-                       {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps,
-                        "launches_per_call": (1 if ops.compiles_functions else ARRAY_OPS_PER_STEP) * steps},
+        groups = chain_groups(ops, chains)  # as the timed calls split them: prepared under the same threads
+        return checked(lambda: ops.ready(*run_chain_groups(ops, functions, timed, chains, steps, batches, dtype)),
+                       judge, base_metrics(self, params, seed, generator_name(ops)) |
+                       {"correlation": RHO, "proposal_sd": STEP, "steps_per_call": steps, "chain_groups": groups,
+                        "launches_per_call": (1 if ops.compiles_functions else ARRAY_OPS_PER_STEP) * steps * groups},
                        draws_afresh=True, placed=lambda output: output[0])
 
     def prepare_kernels(self, runner, params, seed):
