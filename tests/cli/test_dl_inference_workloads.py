@@ -109,7 +109,7 @@ def test_ddp_with_two_processes_reports_scaling_and_identical_replicas(tmp_path)
 def test_ddp_check_catches_replicas_that_skip_the_all_reduce():
     params = {"workers": 2, "batch": 128, "dtype": "float32", "sync_gradients": False}
     prepared = DDP().prepare(TorchBackend(), "cpu", params, seed=5)
-    prepared.self_timed(rigor="quick")
+    prepared.self_timed(rigor=RIGORS["quick"])
     check = prepared.verify()
     assert not check.passed
     assert "replica spread" in check.detail and check.max_rel_error > 1e-3

@@ -16,6 +16,7 @@ from accelbench.report.precision import precision_tradeoffs
 from accelbench.report.crossover import Curve, classify, find_crossing
 from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, trusted_rows, valid_rows
 from accelbench.report.analysis import Row
+from accelbench.store.ceilings import measures_bandwidth
 from accelbench.timing import bootstrap, stats
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.units import format_bytes, format_si
@@ -176,7 +177,8 @@ def _best_by(rows: list[Row], key) -> dict:
 
 def bandwidth_ceiling(rows: list[Row], device) -> tuple[float, str] | None:
     """The best plainly valid stream rate measured on a device (B/s), else a stored measured figure."""
-    streams = [r for r in trusted_rows(rows, "stream") if r.spec.device == getattr(device, "id", device) and r.rate]
+    streams = [r for r in trusted_rows(rows) if measures_bandwidth(r.spec.workload)
+               and r.spec.device == getattr(device, "id", device) and r.rate]
     if streams:
         rate, best = max(((r.rate, r) for r in streams if r.rate), key=lambda pair: pair[0])
         return rate, f"best stream ({best.spec.param('kernel')}, {series_label(best.spec)})"
@@ -192,7 +194,7 @@ def boundedness(rows: list[Row], devices: dict) -> list[Finding]:
         if finding:
             out.append(finding)
     byte_rows = [r for r in valid_rows(rows) if r.rate_unit == "B/s" and r.metric == "memory_bandwidth"
-                 and r.spec.workload != "stream" and r.rate]
+                 and not measures_bandwidth(r.spec.workload) and r.rate]
     for key, row in _best_by(byte_rows, lambda r: (r.spec.device, r.spec.workload, r.spec.param("dtype"))).items():
         ceiling = bandwidth_ceiling(rows, devices.get(row.spec.device) or row.spec.device)
         if ceiling:

@@ -2,9 +2,10 @@
 
 Built from the rows the tables show (report/analysis.py), one entry per backend@device other than
 numpy on the CPU (a CPU implementation that is the all-cores baseline of some work, being the
-fastest measured there, is read against one core for that work): compute-bound work (matrix
-products) and memory-bound work (STREAM triad, else reduce or elementwise), each at the largest
-size measured, against all CPU cores and one core with its 95% interval and the pairs behind it;
+fastest measured there, is read against one core for that work): compute-bound work and memory-bound
+work (as each workload declares its role, workloads/base.py; of several of one role, the first in
+the registry's order: matmul; STREAM triad, else reduce or elementwise; then third parties'), each at
+the largest size measured, against all CPU cores and one core with its 95% interval and the pairs behind it;
 where it breaks even once transfers count, and their share; how many of its results are valid.
 Work of other kinds is named when nothing else was run. Devices that could not be measured come
 right after; caveats are grouped after those.
@@ -23,9 +24,9 @@ from accelbench.report.data import series_label, size_of, transfer_share
 from accelbench.report.reason_kinds import reason_kind
 from accelbench.runner.speedups import SpeedupCI, framework_is_cpu_baseline
 from accelbench.vocabulary import is_cpu_baseline
+from accelbench.workloads.base import Role
+from accelbench.workloads.registry import workloads_of_role
 
-COMPUTE_WORKLOADS = ("matmul",)
-MEMORY_WORKLOADS = ("stream", "reduce", "elementwise")  # in order of preference
 DTYPE_PREFERENCE = ("float32", "float64", "bfloat16", "float16")
 VERDICT_ORDER = ("valid", "noisy", "unverified", "invalid")
 HEADLINE_LINES_SHOWN = 8  # sentences in repr()
@@ -143,7 +144,7 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
     for series, items in sorted(by_series.items(), key=lambda kv: (kv[1][0].spec.device == "cpu", kv[0])):
         device = items[0].spec.device
         moved = [r for r in items if r.speedup_end_to_end is not None and r.measurement.valid]
-        e2e = _largest(_preferred([r for r in moved if r.spec.workload in COMPUTE_WORKLOADS]) or moved)
+        e2e = _largest(_preferred(_of_role(moved, "compute-bound")) or moved)
         verdicts.append(DeviceVerdict(
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
@@ -208,16 +209,14 @@ def _preferred(rows: list[Row]) -> list[Row]:
 def _comparisons(items: list[Row]) -> list[WorkComparison]:
     compared = [r for r in items if r.measurement.valid and (r.speedup_all or r.speedup_one)]
     found = []
-    compute = _largest(_preferred([r for r in compared if r.spec.workload in COMPUTE_WORKLOADS]))
+    compute = _largest(_preferred(_of_role(compared, "compute-bound")))
     if compute:
         found.append(_comparison("compute-bound", compute))
-    for workload in MEMORY_WORKLOADS:
-        candidates = [r for r in compared if r.spec.workload == workload]
-        triads = [r for r in candidates if r.spec.param("kernel") in (None, "triad")]
-        memory = _largest(_preferred(triads or candidates))
-        if memory:
-            found.append(_comparison("memory-bound", memory))
-            break
+    candidates = _of_role(compared, "memory-bound")
+    triads = [r for r in candidates if r.spec.param("kernel") in (None, "triad")]
+    memory = _largest(_preferred(triads or candidates))
+    if memory:
+        found.append(_comparison("memory-bound", memory))
     for workload in sorted({r.spec.workload for r in compared if framework_is_cpu_baseline(r.spec.workload)}):
         row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
         if row:  # deep learning, against the same framework on the CPU
@@ -228,6 +227,13 @@ def _comparisons(items: list[Row]) -> list[WorkComparison]:
             if row:
                 found.append(_comparison(workload, row))
     return found
+
+
+def _of_role(rows: list[Row], role: Role) -> list[Row]:
+    """The rows of the first workload among `rows` declaring `role` (registry order: built-ins first);
+    a workload not installed here declares nothing, so it is never one of them."""
+    names = workloads_of_role({r.spec.workload for r in rows}, role)
+    return [r for r in rows if r.spec.workload == names[0]] if names else []
 
 
 def _comparison(kind: str, row: Row) -> WorkComparison:
@@ -264,10 +270,10 @@ def _comparison_text(c: WorkComparison) -> str:
 
 
 def _break_even(items: list[Row]) -> str | None:
-    """Where the device starts to win once transfers count (matrix work, the preferred dtype)."""
+    """Where the device starts to win once transfers count (compute-bound work, the preferred dtype)."""
     from accelbench.report.crossover import Curve, classify, find_crossing
 
-    kept = sorted((r for r in _preferred([r for r in items if r.spec.workload in COMPUTE_WORKLOADS])
+    kept = sorted((r for r in _preferred(_of_role(items, "compute-bound"))
                    if r.measurement.valid and r.speedup_end_to_end is not None and size_of(r.spec)),
                   key=lambda r: size_of(r.spec) or 0.0)
     if len(kept) < 2:

@@ -1,8 +1,9 @@
 """Two figures about ceilings: a roofline per device, and matmul speed per precision.
 
 The roofline places each verified result at its arithmetic intensity (FLOP per byte moved, from
-the workload's own work model) under the device's ceilings: measured ones solid (best matmul per
-dtype, best stream), datasheet or formula ones dashed.
+the workload's own work model) under the device's ceilings: measured ones solid (the best
+compute-bound result per dtype, as each workload declares its role: matmul; the best stream),
+datasheet or formula ones dashed.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from accelbench.report.figure_base import (OUTSIDE_RIGHT, FigureResult, finish, 
 from accelbench.report.analysis import Row
 from accelbench.units import format_si
 from accelbench.vocabulary import PEAK_METRIC
+from accelbench.workloads.registry import workloads_of_role
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -47,7 +49,8 @@ def device_ceilings(rows: list[Row], device_id: str, device: Device | None) -> d
     # a ceiling is drawn as measured only from a plainly valid result: a noisy rate may be a burst
     mine = [r for r in trusted_rows(rows) if r.spec.device == device_id]
     compute: dict[str, float] = {}
-    for row in (r for r in mine if r.spec.workload == "matmul"):
+    compute_bound = set(workloads_of_role({r.spec.workload for r in mine}, "compute-bound"))
+    for row in (r for r in mine if r.spec.workload in compute_bound):  # as each workload declares
         dtype, rate = str(row.spec.param("dtype")), _flop_rate(row)
         if rate and rate > compute.get(dtype, 0.0):
             compute[dtype] = rate
@@ -190,7 +193,8 @@ def roofline(run: RunData) -> FigureResult:
                             "points": [{k: v for k, v in p.items() if k != "row"} for p in points]}
     omitted = sum(1 for r in valid_rows(run.rows) if not r.measurement.work.flops)
     result.facts.update(facts)
-    result.caption = ("Solid: measured ceilings (best matmul per dtype; slope: best stream bandwidth). "
+    result.caption = ("Solid: measured ceilings (best compute-bound result per dtype; slope: best stream "
+                      "bandwidth). "
                       "Dashed: datasheet or formula. Each point is a verified result at its FLOP per byte "
                       "moved; the best of each workload and dtype is labelled with its share of the "
                       "attainable measured ceiling min(compute, bandwidth × intensity), every point's "

@@ -26,7 +26,7 @@ CPU_ONE_THREAD = "cpu_one_thread"   # the CPU on one thread (compute) / this com
 END_TO_END = "end_to_end"           # the CPU on all cores (compute) / this end-to-end time
 # "the CPU": the fastest CPU implementation measured in the run (cpu_baselines)
 VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, same series and parameters
-                                    # (matmul: every dtype; other workloads: float64)
+                                    # (compute-bound work: every dtype; other work: float64)
 KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
@@ -203,8 +203,11 @@ def wanted_speedups(measurements: Iterable[Measurement]) -> list[Wanted]:
 
 
 def _compared_with_float32(m: Measurement) -> bool:
-    """What the report compares with float32: every dtype for matmul, float64 elsewhere."""
-    return m.spec.workload == "matmul" or m.spec.param("dtype") == "float64"
+    """What the report compares with float32: every dtype for compute-bound work (as the workload
+    declares it: matmul), float64 elsewhere."""
+    from accelbench.workloads.registry import workload_role
+
+    return m.spec.param("dtype") == "float64" or workload_role(m.spec.workload) == "compute-bound"
 
 
 class Speedups:

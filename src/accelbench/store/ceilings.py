@@ -46,15 +46,25 @@ def _declaration(workload: str) -> tuple[str | None, bool]:
     return (cls.judged_against, cls.measures_ceiling) if cls is not None else (None, False)
 
 
+def judged_against(workload: str) -> str | None:
+    """The peak a built-in workload's rate is read against (Workload.judged_against); None for others."""
+    return _declaration(workload)[0]
+
+
+def measures_bandwidth(workload: str) -> bool:
+    """Whether `workload` is the built-in that measures memory bandwidth (stream), by its declaration."""
+    return _declaration(workload) == (BANDWIDTH, True)
+
+
 def ceiling_metric(spec: Spec, device: Device | None) -> str | None:
     """The peak metric a result of `spec` is read against on `device`, or None where none applies."""
-    judged_against, _ = _declaration(spec.workload)
-    if judged_against == BANDWIDTH:
+    against, _ = _declaration(spec.workload)
+    if against == BANDWIDTH:
         return BANDWIDTH
     vector = PEAK_METRIC.get(str(spec.param("dtype")))
-    if judged_against is None or vector is None:
+    if against is None or vector is None:
         return None
-    if judged_against == "matrix" and device is not None and any(p.metric == f"{vector}_matrix" for p in device.peaks):
+    if against == "matrix" and device is not None and any(p.metric == f"{vector}_matrix" for p in device.peaks):
         return f"{vector}_matrix"
     return vector
 

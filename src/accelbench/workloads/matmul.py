@@ -28,6 +28,7 @@ class Matmul(Workload):
     size_param, size_unit = "n", "matrix order"
     dtypes = ("float64", "float32", "float16", "bfloat16")
     judged_against, measures_ceiling = "matrix", True
+    role = "compute-bound"
 
     def grid(self, sizes, dtypes, quick):
         if quick and not sizes and not dtypes:

@@ -20,6 +20,7 @@ MIB = 1024**2
 
 class Memcpy(Workload):
     name = "memcpy"
+    role = "transfer"
     description = "host→device and device→host copies (pageable and pinned host memory), device→device copies"
     size_param, size_unit = "bytes", "bytes"
     dtypes = ("float32",)

@@ -26,6 +26,7 @@ class _ArrayWorkload(Workload):
     dtypes = ("float64", "float32")
     size_unit = "elements"
     judged_against = "memory_bandwidth"
+    role = "memory-bound"
     #: input arrays per call
     inputs = 1
 

@@ -2,9 +2,11 @@
 (accelbench/plugins.py), a user's function objects registered in-process; loaded only when asked for."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from accelbench.errors import UsageError
-from accelbench.plugins import WORKLOADS_GROUP, import_target, is_builtin, plugin_targets
-from accelbench.workloads.base import Workload, missing_methods
+from accelbench.plugins import WORKLOADS_GROUP, import_target, is_builtin, load_target, plugin_targets
+from accelbench.workloads.base import Role, Workload, missing_methods
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
 BUILTIN_WORKLOADS = {
@@ -72,6 +74,26 @@ def builtin_workload_class(name: str) -> type[Workload] | None:
         return _complete(name, repr(target), import_target(target))
     except ImportError:
         return None
+
+
+def workload_role(name: str) -> Role | None:
+    """The role `name` declares (Workload.role), built-in, third party's or registered alike; None
+    where it declares none or is not installed here (a stored run's workload): never raises."""
+    if name in _INSTANCES:
+        return _INSTANCES[name].role
+    target = _targets().get(name)
+    if target is None:
+        return None
+    try:
+        return _complete(name, repr(target), load_target(target)).role
+    except Exception:  # noqa: BLE001 - a broken or missing plugin has no declaration to read
+        return None
+
+
+def workloads_of_role(names: Iterable[str], role: Role) -> list[str]:
+    """Those of `names` that declare `role`, in the registry's order (built-ins first, as listed)."""
+    order = {name: index for index, name in enumerate(workload_names())}
+    return sorted({n for n in names if workload_role(n) == role}, key=lambda n: (order.get(n, len(order)), n))
 
 
 def _complete(name: str, target: str, cls: object) -> type[Workload]:

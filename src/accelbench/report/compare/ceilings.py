@@ -10,13 +10,10 @@ from dataclasses import dataclass
 from accelbench.report.data import RunData
 from accelbench.devices import datasheets
 from accelbench.results import Spec
-from accelbench.store.ceilings import best_ceilings
+from accelbench.store.ceilings import best_ceilings, judged_against
 from accelbench.vocabulary import PEAK_METRIC
 
 BANDWIDTH = "memory_bandwidth"
-# dense matrix products run on matrix units (tensor cores, DMMA) where the dtype has them; fp32
-# stays on the vector units unless TF32 is switched on, which no backend here does by default
-MATRIX_WORKLOADS = frozenset({"matmul"})
 
 
 def flops_metrics(workload: str, dtype: str | None) -> tuple[str, ...]:
@@ -25,7 +22,10 @@ def flops_metrics(workload: str, dtype: str | None) -> tuple[str, ...]:
     if vector is None:
         return ()
     matrix = f"{vector}_matrix"
-    if workload in MATRIX_WORKLOADS and vector != "fp32":
+    # dense matrix products (a workload judged against "matrix": matmul) run on matrix units (tensor
+    # cores, DMMA) where the dtype has them; fp32 stays on the vector units unless TF32 is switched
+    # on, which no backend here does by default
+    if judged_against(workload) == "matrix" and vector != "fp32":
         return (matrix, vector)
     return (vector, matrix)  # a matrix figure is an upper bound where the vector one is missing
 

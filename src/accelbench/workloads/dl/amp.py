@@ -26,6 +26,7 @@ COMPARE_BLOCK_S = 0.02    # a block is at least this long, so the clock and sync
 
 
 class AMP(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
     name = "amp"
     description = "mixed-precision training (bf16, fp16 + GradScaler) vs fp32 on the MLP and CNN"

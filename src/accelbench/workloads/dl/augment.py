@@ -94,6 +94,7 @@ def _gray(images):
 
 
 class Augment(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
     name = "augment"
     description = ("random flip, crop, rotation and colour jitter of a uint8 batch: on the device vs on the CPU "

@@ -191,6 +191,7 @@ def check_training(results: list[dict], device_asked: str, device_seen: str) -> 
 
 
 class DDP(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     name = "ddp"
     description = ("data-parallel training of the R/Keras tutorial's MNIST MLP with torch.distributed: 1, 2, ... worker processes, "
                    "scaling efficiency")

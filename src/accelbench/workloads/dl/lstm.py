@@ -21,6 +21,7 @@ TOKEN_BYTES = 8           # int64 token ids
 
 
 class LSTM(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
     name = "lstm"
     description = "the Keras LSTM text model of the deep-learning GPU guide (Embedding 1000x128, LSTM 128, Dense 1000) on stdlib source"

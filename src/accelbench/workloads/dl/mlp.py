@@ -26,6 +26,7 @@ FULL_CAP_S = 600.0
 
 class DigitsClassifier(Workload):
     """A model trained on the shipped MNIST digits; subclasses give the model and optimiser."""
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
 
     model_name = ""

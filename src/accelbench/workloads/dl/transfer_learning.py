@@ -64,6 +64,7 @@ def image_size_note(image_px: int) -> dict:
 
 
 class TransferLearning(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
     name = "transfer"
     description = "the deep-learning GPU guide's VGG16 transfer learning: frozen base + new head vs full fine-tuning, batch 8"

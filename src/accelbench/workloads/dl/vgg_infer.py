@@ -99,6 +99,7 @@ def compare_logits(logits: np.ndarray, reference: np.ndarray, dtype: str, device
 
 
 class VGGInfer(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     cpu_baseline = "framework"  # against the same framework on the CPU
     name = "vgg-infer"
     description = ("VGG19 inference as the PlaidML tutorial runs it: CIFAR-sized images upsampled 7x to 224x224, batch sweep, "

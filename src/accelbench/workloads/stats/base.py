@@ -23,6 +23,7 @@ QUICK_DTYPES = ["float64", "float32"]  # what --quick sweeps: lower precisions a
 
 
 class StatsWorkload(Workload):
+    role = "model"  # a whole model or application, read on its own figures
     dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16")
     #: what a run without --dtype and without --quick sweeps (a subset of dtypes)
     default_dtypes: tuple[str, ...] = ("float64", "float32")
