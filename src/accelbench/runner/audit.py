@@ -154,10 +154,10 @@ def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], 
     variants = max(prepared.variants, 1)
     # each buffer written at least twice, and most calls overwritten, in a block (lazy backends drop those)
     calls = max(2 * variants + 1, min(calls_per_sample, math.ceil(PROOF_BLOCK_S / max(median_s, 1e-9))))
-    rounds = max(PROOF_MIN_ROUNDS, min(7, int(PROOF_BUDGET_S / max(2 * calls * median_s, 1e-9))))
-    if 2 * rounds * calls * median_s > PROOF_MAX_S:
+    rounds = max(PROOF_MIN_ROUNDS, min(7, int(PROOF_BUDGET_S / max(3 * calls * median_s, 1e-9))))
+    if 3 * rounds * calls * median_s > PROOF_MAX_S:
         calls = variants + 1  # a buffer still written twice in a block
-        if 2 * rounds * calls * median_s > PROOF_MAX_S:
+        if 3 * rounds * calls * median_s > PROOF_MAX_S:
             return [Finding(VALID, f"synchronisation not proven on the timed call itself: one call takes "
                                    f"{format_seconds(median_s)} (the start-of-run probe stands)", SYNC_UNPROVEN)]
 

@@ -137,11 +137,12 @@ def is_baseline_measurement(m: Measurement) -> bool:
 def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
     """The CPU baseline of each problem on all cores and on one core: the fastest of the CPU
     implementations measured in the run on the most threads any of them had (and on one thread, where
-    more were had), chosen by measurement. Ties go to numpy.
+    more were had), chosen by measurement.
 
     The problem is baseline_key's: the same workload and parameters, so the same work per call and
     the compute medians compare directly; for deep learning the key holds the framework, so each is
-    read against itself on the CPU."""
+    read against itself on the CPU. numpy keeps the place unless another is more than
+    BASELINE_MARGIN faster."""
     cpu = [m for m in valid if is_baseline_measurement(m)]
     most = max((m.threads or 0 for m in cpu), default=0)
     all_cores: dict[tuple, Measurement] = {}
@@ -155,10 +156,21 @@ def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
     return all_cores, one
 
 
+# numpy, the reference implementation, stays the baseline unless another is faster by more than
+# this: implementations of equal speed (matmul on one BLAS or another) would otherwise take turns
+# from run to run with the noise, and a speed-up's baseline with them
+BASELINE_MARGIN = 0.05
+
+
 def _keep_fastest(chosen: dict[tuple, Measurement], key: tuple, m: Measurement) -> None:
-    """chosen[key] = m where m's compute median is lower than the one there (a strict win)."""
+    """chosen[key] = m where m's compute median is lower than the one there: by more than
+    BASELINE_MARGIN against the reference implementation, strictly against any other."""
     there = chosen.get(key)
-    if there is None or stats.median(m.samples_s) < stats.median(there.samples_s):
+    if there is None:
+        chosen[key] = m
+        return
+    margin = 1.0 + BASELINE_MARGIN if is_cpu_baseline(there.spec.backend, there.spec.device) else 1.0
+    if stats.median(m.samples_s) * margin < stats.median(there.samples_s):
         chosen[key] = m
 
 

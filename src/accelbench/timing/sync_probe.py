@@ -12,6 +12,7 @@ read after it would be too short: such a backend must not be timed.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -112,17 +113,20 @@ class Proof:
 
 def prove(call: Callable[[], Any], synchronize: Callable[[], object], read_back: Callable[[Any], object],
           clock: Clock, calls: int, rounds: int = PROOF_ROUNDS, coin: Callable[[], float] | None = None) -> Proof:
-    """Rounds of two blocks of `calls` calls, in an order `coin` draws: one ended by synchronize(),
+    """Rounds of three blocks of `calls` calls, in an order `coin` draws: one ended by synchronize(),
     one reading each call's output back before the next call (a lazy backend that drops work
-    overwritten, or a sync that does not wait, is fast only in the first). Right after the second,
-    its last, finished output is read `calls` times: the read-backs' own cost, subtracted."""
+    overwritten, or a sync that does not wait, is fast only in the first), and one synchronising
+    after every call (as serial as the second: what serialising costs an honest backend, a sync that
+    returns early does not pay). Right after the second, its last, finished output is read `calls`
+    times: the read-backs' own cost, subtracted."""
     coin = coin or random.SystemRandom().random
     ratios: list[float] = []
     proven: list[float] = []
     extras: list[float] = []
+    serial: list[float] = []
     for _ in range(MAX_PASSES):  # where the rounds so far do not clear it, more rounds decide with them
-        _rounds(call, synchronize, read_back, clock, calls, rounds, coin, (ratios, proven, extras))
-        found = _decided(sorted(ratios), _median(proven), _median(extras), len(ratios))
+        _rounds(call, synchronize, read_back, clock, calls, rounds, coin, (ratios, proven, extras, serial))
+        found = _decided(sorted(ratios), _median(proven), _median(extras), len(ratios), serial)
         if found.status == WAITS or (found.status == NOT_WAITING and len(ratios) >= MIN_INVALID_ROUNDS):
             return found
         if len(ratios) >= 2 * PROOF_ROUNDS:
@@ -134,30 +138,44 @@ def prove(call: Callable[[], Any], synchronize: Callable[[], object], read_back:
 
 
 def _rounds(call, synchronize, read_back, clock, calls: int, rounds: int, coin: Callable[[], float],
-            into: tuple[list[float], list[float], list[float]]) -> None:
-    ratios, proven, extras = into
+            into: tuple[list[float], list[float], list[float], list[float]]) -> None:
+    ratios, proven, extras, serial = into
     for _ in range(rounds):
         checkpoint()
-        first, second = (_synced, _read_each) if coin() < 0.5 else (_read_each, _synced)
-        times = {first: first(call, synchronize, read_back, clock, calls),
-                 second: second(call, synchronize, read_back, clock, calls)}
-        synced_s, read_s = times[_synced][0], times[_read_each][0]
+        blocks = [_synced, _read_each, _serial]
+        random.Random(coin()).shuffle(blocks)  # the order drawn each round, the backend cannot know it
+        times = {block: block(call, synchronize, read_back, clock, calls) for block in blocks}
+        synced_s, read_s, serial_s = times[_synced][0], times[_read_each][0], times[_serial][0]
         work_s = max(read_s - times[_read_each][1], 0.0)
         ratios.append(work_s / max(synced_s, 1e-12))
         proven.append(work_s / calls)
-        extras.append((work_s - synced_s) / calls)
+        extras.append((work_s - serial_s) / calls)
+        serial.append(work_s / max(serial_s, 1e-12))
 
 
-def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int) -> Proof:
+def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int,
+             serial: list[float] | None = None) -> Proof:
+    """`ratios`: read-back blocks over pipelined synchronised ones; `serial`: over blocks that
+    synchronise after every call (as serial as reading each output back, so a pool that sleeps
+    between calls, or an asynchronous runtime's lost overlap, costs both alike); `extra_s`: per
+    call, what reading back costs beyond synchronising every call."""
     ratio = _median(ratios)
     beyond = sum(r > LIE_RATIO for r in ratios)
+    serial_ratio = _median(serial) if serial else math.inf
     text = (f"each call's output read back: {format_seconds(proven_s)} a call; ended by synchronize(): "
             f"{ratio:.2f}× faster (median of {rounds} interleaved rounds, {beyond} beyond {LIE_RATIO}×)")
     if ratio <= LIE_RATIO:
         return Proof(WAITS, f"synchronize() waits ({text})", ratio, proven_s)
-    sure = ratio > SURE_RATIO or extra_s > MIN_EXTRA_S
-    if beyond >= CONSISTENT * rounds and sure:
+    consistent = beyond >= CONSISTENT * rounds
+    if consistent and ratio > SURE_RATIO:  # beyond any honest overlap: work was skipped or not waited for
         return Proof(NOT_WAITING, f"synchronize() does not wait for all the work: {text}", ratio, proven_s)
+    if serial_ratio <= LIE_RATIO:
+        return Proof(WAITS, f"synchronize() waits ({text}; with synchronize() after every call "
+                            f"{serial_ratio:.2f}×: the calls' lost overlap, not a sync that returns early)",
+                     ratio, proven_s)
+    if consistent and extra_s > MIN_EXTRA_S:
+        return Proof(NOT_WAITING, f"synchronize() does not wait for all the work: {text}; with synchronize() "
+                                  f"after every call still {serial_ratio:.2f}× faster", ratio, proven_s)
     return Proof(UNPROVEN, f"synchronisation could not be proven on a loaded machine: {text}", ratio, proven_s)
 
 
@@ -168,6 +186,16 @@ def _synced(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any
     for _ in range(calls):
         out = call()
     synchronize()
+    return clock.now() - start_s, out
+
+
+def _serial(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any]:
+    synchronize()
+    start_s = clock.now()
+    out = None
+    for _ in range(calls):
+        out = call()
+        synchronize()
     return clock.now() - start_s, out
 
 
