@@ -21,6 +21,7 @@ import numpy as np
 from accelbench.telemetry import TelemetrySampler
 from accelbench.timing import bootstrap
 from accelbench.timing.harness import measure
+from accelbench.timing.rigor import get_rigor
 
 
 def kernel(n: int):
@@ -33,9 +34,9 @@ def kernel(n: int):
 def timed(call, rigor: str, interval_s: float | None) -> list[float]:
     """Per-call samples of one measurement, with the sampler running when interval_s is given."""
     if interval_s is None:
-        return list(measure(call, lambda: None, rigor=rigor).samples_s)
+        return list(measure(call, lambda: None, rigor=get_rigor(rigor)).samples_s)
     with TelemetrySampler(None, interval_s) as sampler, sampler.window():
-        return list(measure(call, lambda: None, rigor=rigor).samples_s)
+        return list(measure(call, lambda: None, rigor=get_rigor(rigor)).samples_s)
 
 
 def poll_cost_s(interval_s: float, polls: int = 50) -> tuple[float, float]:
