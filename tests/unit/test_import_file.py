@@ -315,26 +315,32 @@ def test_ctrl_c_during_an_import_stores_nothing_and_leaves_no_row_builder(tmp_pa
     transaction rolled back, and the builder process gone with it."""
     import psutil
 
-    db, doc_path = tmp_path / "results.sqlite", tmp_path / "big.json"
-    Store(db).close()
+    doc_path = tmp_path / "big.json"
     write_json(doc_path, document([[result(n, samples=60) for n in range(1 + r * 4000, 1 + (r + 1) * 4000)]
                                    for r in range(4)]))
     assert doc_path.stat().st_size > 8 << 20  # large enough for the builder where it is worth one
-    child = subprocess.Popen([sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(db)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    journal, builders = tmp_path / "results.sqlite-journal", set()
-    deadline = time.monotonic() + 120
-    while child.poll() is None and time.monotonic() < deadline:
-        try:
-            builders |= {p.pid for p in psutil.Process(child.pid).children()}
-        except psutil.NoSuchProcess:
+    # on a loaded machine the watcher may see the transaction only as it ends: a run that finished
+    # before the signal landed proves nothing either way, and is tried again (up to 3 times)
+    for attempt in range(3):
+        db = tmp_path / f"results-{attempt}.sqlite"
+        Store(db).close()
+        child = subprocess.Popen([sys.executable, "-m", "accelbench", "import", str(doc_path), "--db", str(db)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        journal, builders = db.with_name(db.name + "-journal"), set()
+        deadline = time.monotonic() + 120
+        while child.poll() is None and time.monotonic() < deadline:
+            try:
+                builders |= {p.pid for p in psutil.Process(child.pid).children()}
+            except psutil.NoSuchProcess:
+                break
+            if journal.exists():  # storing, inside the one transaction
+                child.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.002)
+        child.wait(timeout=60)
+        if child.returncode != 0:
             break
-        if journal.exists() and db.stat().st_size > 2_000_000:  # storing, inside the one transaction
-            child.send_signal(signal.SIGINT)
-            break
-        time.sleep(0.002)
-    child.wait(timeout=60)
     assert child.returncode == 130, f"the import ended before Ctrl-C: {child.stderr.read()}"
     with Store(db) as store:
         assert store.runs() == []
