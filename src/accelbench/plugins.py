@@ -73,3 +73,15 @@ def import_target(target: str) -> Any:
 def is_builtin(target: Any) -> bool:
     """Whether a target is part of accelbench itself (only those may become measured ceilings)."""
     return isinstance(target, str) and target.startswith(BUILTIN_PACKAGE)
+
+
+def contract_problem(kind: str, name: str, where: object, cls: object, base: type) -> str:
+    """Why plugin class `cls` cannot serve as a `kind` ("backend", "workload"): not a subclass of
+    `base`, or the abstract methods it leaves unimplemented; "" when it keeps the whole contract."""
+    contract = f"{base.__module__}.{base.__qualname__}"
+    if not isinstance(cls, type) or not issubclass(cls, base):
+        return f"{kind} {name!r} ({where}) is not a subclass of {contract}"
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        return f"{kind} {name!r} ({where}) does not implement {', '.join(missing)} (required of every {kind}: {contract})"
+    return ""

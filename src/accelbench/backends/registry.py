@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from accelbench.backends.base import Availability, Backend, missing_methods
+from accelbench.backends.base import Availability, Backend
 from accelbench.errors import UsageError
-from accelbench.plugins import BACKENDS_GROUP, import_target, plugin_targets
+from accelbench.plugins import BACKENDS_GROUP, contract_problem, import_target, plugin_targets
 
 ENTRY_POINT_GROUP = BACKENDS_GROUP
 
@@ -93,13 +93,10 @@ def _complete(name: str, target: object, cls: object) -> type[Backend]:
     """`cls`, once it is a Backend keeping the whole contract; else BackendLoadError naming the
     plugin and each method it lacks (found now, not as a skip in the middle of a run)."""
     where = target if isinstance(target, str) else f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', '?')}"
-    if not isinstance(cls, type) or not issubclass(cls, Backend):
-        raise BackendLoadError(f"backend {name!r} ({where}) is not a subclass of accelbench.backends.base.Backend")
-    missing = missing_methods(cls)
-    if missing:
-        raise BackendLoadError(f"backend {name!r} ({where}) does not implement {', '.join(missing)} "
-                               "(required of every backend: accelbench.backends.base.Backend)")
-    return cls
+    problem = contract_problem("backend", name, where, cls, Backend)
+    if problem:
+        raise BackendLoadError(problem)
+    return cls  # type: ignore[return-value]  # contract_problem checked it is a Backend subclass
 
 
 def backend_class(name: str) -> type[Backend]:

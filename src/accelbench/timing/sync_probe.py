@@ -179,24 +179,21 @@ def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int,
     return Proof(UNPROVEN, f"synchronisation could not be proven on a loaded machine: {text}", ratio, proven_s)
 
 
-def _synced(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any]:
+def _synced(call, synchronize, read_back, clock, calls: int, each: bool = False) -> tuple[float, Any]:
+    """Seconds for `calls` calls ended by synchronize(); with `each`, one after every call."""
     synchronize()
     start_s = clock.now()
     out = None
     for _ in range(calls):
         out = call()
+        if each:
+            synchronize()
     synchronize()
     return clock.now() - start_s, out
 
 
 def _serial(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any]:
-    synchronize()
-    start_s = clock.now()
-    out = None
-    for _ in range(calls):
-        out = call()
-        synchronize()
-    return clock.now() - start_s, out
+    return _synced(call, synchronize, read_back, clock, calls, each=True)
 
 
 def _read_each(call, synchronize, read_back, clock, calls: int) -> tuple[float, float]:

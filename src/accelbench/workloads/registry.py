@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from accelbench.errors import UsageError
-from accelbench.plugins import WORKLOADS_GROUP, import_target, is_builtin, load_target, plugin_targets
-from accelbench.workloads.base import Role, Workload, missing_methods
+from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets
+from accelbench.workloads.base import Role, Workload
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
 BUILTIN_WORKLOADS = {
@@ -99,13 +99,10 @@ def workloads_of_role(names: Iterable[str], role: Role) -> list[str]:
 def _complete(name: str, target: str, cls: object) -> type[Workload]:
     """`cls`, once it is a Workload keeping the whole contract; else a UsageError naming the plugin and
     each method it lacks (found when it is loaded, not as a skip in the middle of a run)."""
-    if not isinstance(cls, type) or not issubclass(cls, Workload):
-        raise UsageError(f"workload {name!r} ({target}) is not a subclass of accelbench.workloads.base.Workload")
-    missing = missing_methods(cls)
-    if missing:
-        raise UsageError(f"workload {name!r} ({target}) does not implement {', '.join(missing)} "
-                         "(required of every workload: accelbench.workloads.base.Workload)")
-    return cls
+    problem = contract_problem("workload", name, target, cls, Workload)
+    if problem:
+        raise UsageError(problem)
+    return cls  # type: ignore[return-value]  # contract_problem checked it is a Workload subclass
 
 
 def get_workload(name: str) -> Workload:
