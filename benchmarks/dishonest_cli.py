@@ -141,12 +141,17 @@ def main_(argv: list[str] | None = None) -> int:
                 for r in run(name, workload, extra, f"{folder}/r.sqlite"):
                     rate = r["derived"]["rate"]
                     print(f"{name:<15} {workload:<7} {r['verdict']:<10} rate {rate if rate is None else round(rate, 1)}"
-                          f"  {(r['verdict_reasons'] or [''])[0][:110]}")
+                          f"  {_text((r['verdict_reasons'] or [''])[0])[:110]}")
                 clear_cache()
     finally:
         if load:
             load.kill()
     return 0
+
+
+def _text(reason) -> str:
+    """A stored reason is its text, or {"text", "kind"[, "figures"]} since reasons carry kinds."""
+    return reason["text"] if isinstance(reason, dict) else str(reason)
 
 
 if __name__ == "__main__":
