@@ -7,6 +7,7 @@ the same two costs timed apart, one with the load and one without, are far off.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -138,6 +139,17 @@ def test_rounds_run_in_a_balanced_order():
     pairing.run_rounds(sides, 4)
     # each block: one untimed call that wakes its side's pool, then the timed call
     assert "".join(seen) == "AABBBBAAAABBBBAA"
+
+
+def test_a_short_block_is_preceded_by_untimed_calls_that_fill_its_own_duration():
+    assert pairing.warm_calls_for(12, 185e-6) == 12              # the whole block: 2.2 ms
+    assert pairing.warm_calls_for(100, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)  # capped
+    assert pairing.warm_calls_for(2, 0.010) == 1                  # long calls: one
+    assert pairing.warm_calls_for(5, 0.0) == 1
+    seen = []
+    side = pairing.TimedSide(lambda: seen.append("call"), lambda: seen.append("sync"), calls=2, warm_calls=3)
+    pairing.run_rounds([side], 1, settle=None)
+    assert seen == ["call"] * 3 + ["sync"] + ["call"] * 2 + ["sync"]
 
 
 def _m(backend: str, device: str, seconds: float, threads=None, **params) -> Measurement:

@@ -117,9 +117,13 @@ def _cpu_result(threads: int, demanded: float) -> Measurement:
                        telemetry={"interference": {"compute": {"own_demand_cores": demanded}}})
 
 
-@pytest.mark.parametrize("threads, demanded, refused", [(1, 1.05, False), (1, 1.4, False), (1, 1.9, True),
-                                                        (2, 2.4, False), (2, 3.6, True)])
-def test_threads_beyond_the_recorded_count_are_invalid(threads, demanded, refused):
+@pytest.mark.parametrize("threads, demanded, open_cores, refused", [
+    (1, 1.05, 4, False), (1, 1.4, 4, False), (1, 1.9, 4, True), (1, 1.9, 2, True), (2, 2.4, 4, False),
+    (2, 3.6, 4, True),
+    # more threads runnable than cores open only queue: 2 claimed of 2 cores cannot be beyond
+    (2, 3.2, 2, False), (1, 3.2, 1, False)])
+def test_threads_beyond_the_recorded_count_are_invalid(threads, demanded, open_cores, refused, monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(open_cores)))
     found = _threads_beyond_claim(_cpu_result(threads, demanded))
     assert bool(found) == refused
     assert all(f.status == INVALID and f"claims {threads}" in f.reason for f in found)

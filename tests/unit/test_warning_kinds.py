@@ -97,7 +97,9 @@ def test_every_warning_and_reason_of_a_run_has_a_kind(monkeypatch):
     m = _measured(monkeypatch, drifting=True)
     caveats = (*m.warnings, *m.verdict_reasons)
     assert caveats and all(kind_of(c) for c in caveats), [c for c in caveats if not kind_of(c)]
-    assert verdict.DRIFT in {kind_of(w) for w in m.warnings}
+    # the drift shows, in the kept timing or in the note of the first attempt (the runner measures twice)
+    seen = {kind_of(w) for w in m.warnings} | {k for w in m.warnings for k in w.figures.get("first_kinds", ())}
+    assert verdict.DRIFT in seen
     assert verdict.OTHER_PROCESSES in {kind_of(r) for r in m.verdict_reasons}
 
 

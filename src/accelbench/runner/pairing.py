@@ -49,6 +49,7 @@ PAIRS = {"quick": 8, "standard": 16, "rigorous": 32}   # rounds per group, by ri
 SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
 # a group whose rounds would pass the budget still gets MIN_PAIRS rounds if they fit in this many budgets
 STRETCH = 4.0
+WARM_S = 0.005   # untimed calls before a block fill at most this long: a scheduler tick or more
 MEMORY_FRACTION = 0.4  # a group's inputs together must fit in this share of the host's memory
 
 
@@ -61,13 +62,16 @@ class TimedSide:
     calls: int
     threads: Callable[[], ContextManager] = nullcontext
     pool: object = None   # sides with the same pool (backend, threads) follow each other without settling
+    warm_calls: int = 1   # untimed calls before the block (warm_calls_for)
 
     def block_s(self, clock: Clock) -> float:
         with self.threads():
             checkpoint()  # Ctrl-C, SIGTERM or the deadline between blocks
-            # one call untimed: every block starts with its pool awake, whether it follows a settle
-            # (pools asleep: waking one costs ~0.2 ms, on a VM up to ~10 ms) or its own block
-            self.call()
+            # untimed calls first: every block starts with its pool awake and its own data in the
+            # caches, as its own measurement's blocks did, whether it follows a settle (pools asleep:
+            # waking one costs ~0.2 ms, on a VM up to ~10 ms) or its own block
+            for _ in range(self.warm_calls):
+                self.call()
             self.synchronize()
             start_s = clock.now()
             for _ in range(self.calls):
@@ -121,6 +125,15 @@ def block_calls(m: Measurement, phase: str) -> int:
         return max(1, m.calls_per_sample)
     block_s = m.calls_per_sample * stats.median(m.samples_s)
     return max(1, round(block_s / max(stats.median(m.phases_s[phase]), 1e-12)))
+
+
+def warm_calls_for(calls: int, per_call_s: float) -> int:
+    """Untimed calls before a paired block: as many as fill the block's own duration, at most
+    WARM_S of them. A short block after a settle otherwise carries the wake-up (numpy on 2 threads,
+    n=256, 12 calls of 185 µs, ran 1.5× its own time after one warm call on a quiet Zen 4 VM)."""
+    if per_call_s <= 0 or not math.isfinite(per_call_s):
+        return 1
+    return max(1, min(calls, math.ceil(WARM_S / per_call_s)))
 
 
 def group_key(m: Measurement) -> tuple:
@@ -255,8 +268,10 @@ def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture
         backend.synchronize(device)
         backend.wait_for(capture.last)
 
-    return TimedSide(call, synchronize, block_calls(m, phase), lambda: backend.threads(m.threads),
-                     pool=(m.spec.backend, m.spec.device, m.threads))
+    calls = block_calls(m, phase)
+    return TimedSide(call, synchronize, calls, lambda: backend.threads(m.threads),
+                     pool=(m.spec.backend, m.spec.device, m.threads),
+                     warm_calls=warm_calls_for(calls, stats.median(m.phases_s[phase])))
 
 
 def _check(prepared: Prepared, capture: Capture) -> None:
