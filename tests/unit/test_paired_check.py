@@ -7,6 +7,7 @@ load that comes and goes over both sides; each check's two error rates are asser
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import threading
@@ -21,6 +22,7 @@ from accelbench.runner import pairing, paired_check
 from accelbench.runner.speedups import CONTAMINATED, CPU_ALL_CORES, CROSS_TALK, Speedups, wanted_speedups
 from accelbench.timing import quiesce
 from accelbench.timing.stats import RatioCI
+from accelbench import verdict
 
 
 def _measurement(backend: str, seconds: list[float], threads=None, verdict="valid") -> Measurement:
@@ -260,3 +262,21 @@ def pairing_ratio(base_rounds, cand_rounds):
     from accelbench.runner.speedups import paired_ratio_ci
 
     return paired_ratio_ci(base_rounds, cand_rounds)
+
+
+@pytest.mark.parametrize("kind, reference", [(verdict.SYNC_UNPROVEN, True), (verdict.PHASES, True),
+                                             (verdict.OTHER_PROCESSES, False), (verdict.DRIFT, False), ("", False)])
+def test_a_side_noisy_for_a_reason_that_leaves_its_timing_as_it_was_still_checks_the_rounds(kind, reference):
+    """torch n=256 on a quiet Zen 4: noisy only because its sync was not proven, its median right,
+    and its paired figure 1.39× against medians of 0.95× went unchecked."""
+    rng = random.Random(5)
+    numpy_own, torch_own = _draw(rng, 185e-6, 0.01, 20), _draw(rng, 176e-6, 0.01, 20)
+    numpy_rounds, torch_rounds = _draw(rng, 185e-6, 0.01, 8), _draw(rng, 133e-6, 0.01, 8)   # 1.39×
+    baseline = _measurement("numpy", numpy_own, threads=2)
+    candidate = dataclasses.replace(_measurement("torch", torch_own), verdict="noisy",
+                                    verdict_reasons=(verdict.Caveat("a reason", kind),))
+    (wanted,) = [w for w in wanted_speedups([baseline, candidate]) if w.kind == CPU_ALL_CORES]
+    stored = PairedSamples(CPU_ALL_CORES, baseline.spec, "compute", candidate.spec, "compute",
+                           tuple(numpy_rounds), tuple(torch_rounds))
+    ratio = Speedups([stored]).ratio(wanted)
+    assert (ratio.verdict() == CONTAMINATED) == reference, (kind, ratio)

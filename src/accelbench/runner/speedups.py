@@ -19,6 +19,8 @@ from typing import Any, Iterable, Sequence
 from accelbench.results import Measurement, PairedSamples, uses_claimed_threads
 from accelbench.runner import paired_check
 from accelbench.timing import bootstrap, stats
+from accelbench.verdict import (CPU_WAIT, DEVICE_SHARED, DEVICE_SLOWED, DISTURBING, HYPERVISOR, NOISY,
+                               OTHER_PROCESSES, OWN_THREADS, kind_of)
 from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline
 
 CPU_ALL_CORES = "cpu_all_cores"     # the CPU on all cores (compute) / this compute time
@@ -31,6 +33,8 @@ KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
+# noisy reasons that say a timing itself was moved: the harness's and the contention monitor's kinds
+TIMING_MOVED = DISTURBING | {OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED}
 UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
 MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
 CONTAMINATED = "contaminated"
@@ -85,8 +89,9 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     with `medians`, the ratio of the two measurements' own medians (runner/paired_check.py); where
     they agree, its interval reaches that ratio too."""
     ratio = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
-    # a noisy side's median was moved by load that pairing cancels: no reference for the rounds
-    reference = medians if w.baseline.trusted and w.candidate.trusted else None
+    # a side's median moved by load (which pairing cancels) is no reference for the rounds
+    stands = median_stands(w.baseline, w.baseline_phase) and median_stands(w.candidate, w.candidate_phase)
+    reference = medians if stands else None
     reason = paired.note if paired.note.startswith(CROSS_TALK) else paired_check.contamination(
         ratio, reference,
         (w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
@@ -99,6 +104,18 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     # (a state of the machine that moved between the measurements and the rounds), so the interval
     # holds both, and a verdict needs both
     return dataclasses.replace(ratio, low=min(ratio.low, reference.ratio), high=max(ratio.high, reference.ratio))
+
+
+def median_stands(m: Measurement, phase: str) -> bool:
+    """Whether a side's own median is a reference for its paired rounds: valid, or noisy only for
+    reasons that leave the compute timing as it was (a synchronisation not proven, phases that do not
+    add up). Noisy from load, drift or a missed target, its median moved: no reference."""
+    if m.trusted:
+        return True
+    if not m.valid or m.status != NOISY or phase != "compute":
+        return False
+    kinds = {kind_of(reason) for reason in m.verdict_reasons}
+    return bool(kinds) and not kinds & TIMING_MOVED and "" not in kinds
 
 
 def unpaired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float], note: str = "") -> SpeedupCI:
