@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_quota import half_core_quota
 
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 
@@ -31,21 +32,8 @@ def _finding(report, check):
 
 @pytest.fixture
 def half_core_group():
-    """A cgroup v1 cpu group of half a core (quota 50000 of a 100000 period), removed after."""
-    group = CPU_CGROUP / f"accelbench-test-{os.getpid()}"
-    try:
-        group.mkdir()
-        (group / "cpu.cfs_period_us").write_text("100000")
-        (group / "cpu.cfs_quota_us").write_text("50000")
-    except OSError as exc:
-        pytest.skip(f"cgroup v1 cpu controller not writable here ({exc})")
-    yield group
-    for _ in range(50):  # the child has exited; its pid leaves the group a moment later
-        try:
-            group.rmdir()
-            return
-        except OSError:
-            time.sleep(0.1)
+    with half_core_quota("test") as group:
+        yield group
 
 
 def test_half_core_quota_is_a_fault_naming_quota_and_shortfall(tmp_path, half_core_group):

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_quota import half_core_quota
 
 ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "scripts" / "slurm" / "accelbench-prolog.sh"
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 QUOTA = {"check": "cpu.quota", "status": "FAIL", "summary": "CPU quota 0.50 cores, 2 given: shortfall 1.50 cores (75%)"}
 AFFINITY = {"check": "cpu.affinity", "status": "FAIL", "summary": "affinity allows 1 CPU(s)\n(0) but Slurm gave 2"}
 
@@ -90,26 +90,12 @@ def test_the_report_is_kept_where_asked_and_the_level_passed(tmp_path):
 
 @pytest.mark.slow
 def test_the_real_check_under_a_real_half_core_quota_drains(tmp_path):
-    group = CPU_CGROUP / f"accelbench-prolog-test-{os.getpid()}"
-    try:
-        group.mkdir()
-        (group / "cpu.cfs_period_us").write_text("100000")
-        (group / "cpu.cfs_quota_us").write_text("50000")
-    except OSError as exc:
-        pytest.skip(f"cgroup v1 cpu controller not writable here ({exc})")
     accelbench = _tool(tmp_path, "accelbench", f'exec {sys.executable} -m accelbench "$@"\n')
-    try:
+    with half_core_quota("prolog-test") as group:
         code, err, scontrol = _prolog(tmp_path, accelbench=accelbench, timeout_s=240,
                                       env={"ACCELBENCH_DB": str(tmp_path / "none.sqlite"),
                                            "PYTHONPATH": str(ROOT / "src")},
                                       preexec=lambda: (group / "cgroup.procs").write_text(str(os.getpid())))
-    finally:
-        for _ in range(50):
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
     assert code == 1, err
     assert scontrol[:3] == ["update", "nodename=gpu07", "state=drain"]
     assert scontrol[3].startswith("reason=accelbench check: cpu.quota") and "CPU quota 0.50 cores" in scontrol[3]

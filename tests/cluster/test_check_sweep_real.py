@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_quota import half_core_quota
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 FLEET_CONF = Path(os.environ.get("ACCELBENCH_FLEET_DIR", "/tmp/accelbench-fleet")) / "slurm.conf"
@@ -58,20 +59,8 @@ exec {python} "$@"
 
 @pytest.fixture(scope="module")
 def half_core_group():
-    group = CPU_CGROUP / f"accelbench-sweep-test-{os.getpid()}"
-    try:
-        group.mkdir()
-        (group / "cpu.cfs_period_us").write_text("100000")
-        (group / "cpu.cfs_quota_us").write_text("50000")
-    except OSError as exc:
-        pytest.skip(f"cgroup v1 cpu controller not writable here ({exc})")
-    yield group
-    for _ in range(100):  # the jobs have ended; their pids leave the group a moment later
-        try:
-            group.rmdir()
-            return
-        except OSError:
-            time.sleep(0.1)
+    with half_core_quota("sweep-test") as group:
+        yield group
 
 
 @pytest.fixture(scope="module")
