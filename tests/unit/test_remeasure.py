@@ -11,13 +11,28 @@ from accelbench.results import Spec
 from accelbench.runner import execute
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem
+from accelbench.timing.contention import Interference
 from accelbench.timing.rigor import RIGORS
 from accelbench.verdict import DRIFT, NOISY, REMEASURED, VALID, Caveat, kind_of
 
 
-def _measured(monkeypatch, disturbed_attempts: int, first_wall_s: float | None = None):
+class _Watch:
+    """contention.watch seeing a fixed window: another process on both cores, or nothing else."""
+
+    def __init__(self, busy: bool) -> None:
+        self.result = Interference(1.0, 2, 0.96, 0.0, 0.0, 0.3) if busy else Interference(1.0, 2, 0.0, 2.0, 0.0, 0.0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _measured(monkeypatch, disturbed_attempts: int, first_wall_s: float | None = None, busy: bool = False):
     """A stream result whose first `disturbed_attempts` compute timings carry a drift warning."""
     monkeypatch.setattr(execute.quiesce, "settle", lambda *a, **k: None)
+    monkeypatch.setattr(execute.contention, "watch", lambda *a, **k: _Watch(busy))
     real, attempts = execute.measure, []
 
     def measure(call, synchronize, **kwargs):
@@ -68,3 +83,9 @@ def test_a_long_disturbed_timing_is_not_taken_again(monkeypatch):
     m, attempts = _measured(monkeypatch, disturbed_attempts=1,
                             first_wall_s=(execute.RETRY_MAX_BUDGETS + 1) * budget_s)
     assert attempts == 1 and m.verdict == NOISY
+
+
+def test_a_disturbance_with_a_load_in_view_is_not_taken_again_and_names_the_load(monkeypatch):
+    m, attempts = _measured(monkeypatch, disturbed_attempts=1, busy=True)
+    assert attempts == 1 and m.verdict == NOISY
+    assert any("other processes" in r for r in m.verdict_reasons)

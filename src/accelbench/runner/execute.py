@@ -53,8 +53,9 @@ PHASES_SLACK_S = 5e-4
 THREADS_BEYOND_FACTOR = 1.5
 THREADS_BEYOND_SLACK = 0.5
 # a compute timing the harness calls disturbed (drift, bursts, a missed target) is taken once more,
-# where the first took at most this many budgets: a quiet machine's passing transient (a VM's core
-# slow to wake, a page-cache flush) should not make the result noisy, and a lasting load shows twice
+# where the first took at most this many budgets and no load was in view: a quiet machine's passing
+# transient (a VM's core slow to wake, a page-cache flush) should not make the result noisy; a load the
+# contention monitor saw keeps the result noisy, named, without the cost of a second attempt
 RETRY_MAX_BUDGETS = 2.0
 
 
@@ -196,7 +197,8 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
 
     compute, telemetry, compute_window = timed_compute()
     first_disturbed = [w for w in compute.warnings if _disturbs(w)]
-    if first_disturbed and compute.total_wall_s <= RETRY_MAX_BUDGETS * rigor.budget_s:
+    load_seen = compute_window is not None and compute_window.disturbed  # a load in view: it shows, named
+    if first_disturbed and not load_seen and compute.total_wall_s <= RETRY_MAX_BUDGETS * rigor.budget_s:
         compute, telemetry, compute_window = timed_compute()
         compute = dataclasses.replace(compute, warnings=(*compute.warnings, _remeasured(first_disturbed)))
     timings: dict[str, Timing] = {"compute": compute}
