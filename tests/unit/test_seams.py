@@ -5,6 +5,7 @@ run configuration whose every field says what it is."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.metadata
 import inspect
 import textwrap
@@ -23,7 +24,7 @@ from accelbench.workloads.base import REQUIRED_METHODS, Workload, missing_method
 SRC = Path(accelbench.__file__).resolve().parent
 # the measuring path: what the runner is given, as it is given it
 SEAM_MODULES = ("runner/execute.py", "runner/pairing.py", "runner/sync_check.py", "runner/reach.py",
-                "timing/harness.py", "session.py", "workloads/base.py")
+                "runner/plan.py", "timing/harness.py", "session.py", "workloads/base.py")
 SEAM_PARAMETERS = {"backend", "backends", "workload", "prepared", "store", "rigor"}
 # public entry points that take a rigor by name (resolved there, once)
 RIGOR_BY_NAME = {("session.py", "run"), ("session.py", "check_arguments"), ("session.py", "of")}
@@ -45,6 +46,23 @@ def test_every_seam_parameter_is_typed_without_any():
     untyped = [f"{m} {f}({p}: {a})" for m, f, p, a in found
                if a is None or "Any" in a or a in ("dict", "object") or a.startswith("dict |")]
     assert untyped == []
+
+
+def test_the_backend_and_workload_contracts_name_no_Any():
+    """A device array is DeviceArray (object: opaque, handed back to its backend), a namespace a
+    ModuleType: mypy checks every caller of the contract instead of letting Any through."""
+    from accelbench.backends.base import Backend
+    from accelbench.workloads.base import Prepared
+
+    annotations = {f"Prepared.{f.name}": str(f.type) for f in dataclasses.fields(Prepared)}
+    for cls in (Backend, Workload, Prepared):
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("__"):
+                for parameter, annotation in inspect.get_annotations(member).items():
+                    annotations[f"{cls.__name__}.{name}({parameter})"] = str(annotation)
+    assert len(annotations) > 60  # the scan sees the contracts' methods and fields
+    assert "DeviceArray" in annotations["Backend.from_host(return)"]
+    assert [where for where, annotation in annotations.items() if "Any" in annotation] == []
 
 
 def test_a_rigor_is_a_Rigor_inside_and_a_name_only_where_a_run_starts():

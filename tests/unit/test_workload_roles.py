@@ -13,9 +13,11 @@ from synthetic_runs import DEVICES, measurement
 
 from accelbench.plugins import entry_point_targets
 from accelbench.report.analysis import analyse
+from accelbench.report.cpu_text import cpu_sentence
 from accelbench.report.headline import headline
 from accelbench.report.roofline import device_ceilings
 from accelbench.results import Spec
+from accelbench.runner.memory_levels import working_set_bytes
 from accelbench.runner.speedups import VS_FLOAT32, wanted_speedups
 from accelbench.workloads.base import ROLES
 from accelbench.workloads.registry import BUILTIN_WORKLOADS, get_workload, workload_role
@@ -101,6 +103,9 @@ def test_a_third_party_compute_bound_workload_is_in_the_answer_the_roofline_and_
     assert kinds["compute-bound"].what == "fma float32 n=2,000"
     assert kinds["compute-bound"].vs_all_cores.ratio == pytest.approx(8, rel=0.02)
 
+    assert "fma float32 on numpy" in cpu_sentence(rows)  # the CPU side names it too
+    assert "stream triad float32 on numpy" in cpu_sentence(rows)
+
     ceilings = device_ceilings(rows, "cuda:0", None)
     fma_gpu = next(r for r in rows if r.spec.workload == "fma" and r.spec.device == "cuda:0")
     assert ceilings["compute"]["float32"] == pytest.approx(fma_gpu.measurement.work.flops / fma_gpu.summary.median_s)
@@ -117,6 +122,7 @@ def test_the_same_results_without_the_declaration_are_not_read_as_compute_bound(
     rows = analyse(_fma_and_stream(), DEVICES)
     (gpu,) = headline(rows).devices
     assert [c.kind for c in gpu.comparisons] == ["memory-bound"]  # stream ran: fma is not the user's only work
+    assert "fma" not in (cpu_sentence(rows) or "")
     assert "float32" not in device_ceilings(rows, "cuda:0", None)["compute"]
     halves = [_as("fma", measurement("matmul", "torch", "cuda:0", compute_s=0.1, n=1000, dtype=d))
               for d in ("float32", "float16")]
@@ -133,3 +139,10 @@ def test_a_builtin_of_the_role_comes_first_and_an_uninstalled_workload_never_bre
     gone = [_as("gone", m) for m in matmuls]  # a stored run's third-party workload, not installed here
     (gpu,) = headline(analyse(gone, DEVICES)).devices
     assert [c.kind for c in gpu.comparisons] == ["gone"]  # named by itself, as an undeclared workload
+
+
+def test_a_third_party_memory_bound_workload_is_bounded_by_its_memory_level(fma_installed, monkeypatch):
+    fma = _fma_and_stream()[0]
+    assert working_set_bytes(fma) is None  # compute-bound: no memory level bounds its rate
+    monkeypatch.setattr(fma_installed.Fma, "role", "memory-bound")
+    assert working_set_bytes(fma) == 2 * fma.work.bytes_moved  # both rotated input sets, as stream's

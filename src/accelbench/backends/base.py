@@ -12,13 +12,20 @@ import abc
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from accelbench.backends.arrays import ArrayNamespace
 
+if TYPE_CHECKING:
+    from accelbench.devices.model import Device
+
 DTYPES = ("float64", "float32", "float16", "bfloat16")
+#: an array on a device, of the backend's own framework: opaque to accelbench, which hands it back to
+#: the backend, or reads it only through code that checks its type first (raw_access, placement)
+DeviceArray = object
 
 
 @dataclass(frozen=True)
@@ -61,14 +68,14 @@ class Backend(abc.ABC):
         """Framework versions worth recording with every result."""
         return {}
 
-    def reach_id(self, device: Any) -> str | None:
+    def reach_id(self, device: Device) -> str | None:
         """The id this backend knows inventory `device` (a devices.model.Device) by, where an
         installed package lets it reach the device; None where it does not. Judged from what is
         installed, never by importing the framework: `accelbench info` asks it of every device.
         backends/device_reach.py adds the answers to the inventory's `reach`."""
         return None
 
-    def unreached_reason(self, device: Any) -> str | None:
+    def unreached_reason(self, device: Device) -> str | None:
         """Why this backend does not measure inventory `device` (a devices.model.Device), with the
         fix, in words a user acts on ("torch 2.13.0+cpu is a CPU-only build: install a CUDA build
         of torch"). None where it reaches the device or has nothing to do with devices of its kind.
@@ -77,14 +84,14 @@ class Backend(abc.ABC):
 
     # -- data movement ---------------------------------------------------------------------
     @abc.abstractmethod
-    def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> Any:
+    def from_host(self, array: np.ndarray, device: str, pinned: bool = False) -> DeviceArray:
         raise NotImplementedError
 
     @abc.abstractmethod
-    def to_host(self, array: Any) -> np.ndarray:
+    def to_host(self, array: DeviceArray) -> np.ndarray:
         raise NotImplementedError
 
-    def host_buffer(self, shape: tuple[int, ...], dtype: str, pinned: bool = False) -> Any:
+    def host_buffer(self, shape: tuple[int, ...], dtype: str, pinned: bool = False) -> DeviceArray:
         """A host array to copy into and out of; pinned (page-locked) where the backend allows."""
         if pinned:
             raise NotImplementedError(f"{self.name} has no pinned host memory")
@@ -94,30 +101,38 @@ class Backend(abc.ABC):
         return False
 
     @abc.abstractmethod
-    def location(self, array: Any) -> str:
+    def location(self, array: DeviceArray) -> str:
         """The accelbench id of the device `array` lives on."""
         raise NotImplementedError
+
+    def observe_placement(self, array: object) -> str | None:
+        """The accelbench id of the device `array` lives on, read from the array through its own
+        framework, never from what this backend was asked; None where `array` is not of a type this
+        backend's framework describes (the default: no observer, so placement is only claimed).
+        backends/placement.py asks every known backend in turn, built-ins first; a plugin's own
+        observer is asked and named, but its answer stays the plugin's word, as location() is."""
+        return None
 
     def synchronize(self, device: str) -> None:
         """Block until all work queued on `device` has finished."""
 
-    def wait_for(self, output: Any) -> None:
+    def wait_for(self, output: object) -> None:
         """Block until `output` (any array or nest of arrays a call returned) is computed.
 
         synchronize() covers what the backend's own ops queued; a user's function may produce
         arrays the backend never saw (jax), so the harness waits on the output too.
         """
 
-    def fill_nan(self, array: Any) -> bool:
+    def fill_nan(self, array: DeviceArray) -> bool:
         """Overwrite `array` with NaN (False where it cannot be written: immutable or integer)."""
         try:
-            array[...] = float("nan")
+            array[...] = float("nan")  # type: ignore[index]  # any framework's array, or the except
         except Exception:  # noqa: BLE001 - immutable arrays (jax), integer dtypes, scalars
             return False
         return True
 
     # -- arrays on the device --------------------------------------------------------------
-    def namespace(self, device: str) -> Any:
+    def namespace(self, device: str) -> ModuleType | None:
         """The array namespace (numpy, torch, jax.numpy, cupy), or None for kernel-only backends."""
         return None
 
@@ -128,16 +143,16 @@ class Backend(abc.ABC):
         return None if self.namespace(device) is None else ArrayNamespace(self, device)
 
     @abc.abstractmethod
-    def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> Any:
+    def random(self, shape: tuple[int, ...], dtype: str, device: str, seed: int) -> DeviceArray:
         """Uniform [-1, 1) random numbers made on the device (never zeros, never copied from host)."""
         raise NotImplementedError
 
     @abc.abstractmethod
-    def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+    def empty(self, shape: tuple[int, ...], dtype: str, device: str) -> DeviceArray:
         raise NotImplementedError
 
     @abc.abstractmethod
-    def astype(self, array: Any, dtype: str) -> Any:
+    def astype(self, array: DeviceArray, dtype: str) -> DeviceArray:
         """A copy of `array` in `dtype` (one of DTYPES), on the same device."""
         raise NotImplementedError
 
@@ -146,27 +161,27 @@ class Backend(abc.ABC):
         return device == "cpu"
 
     # -- ops the core workloads time (out= where the framework allows) -------------------------
-    def matmul(self, a: Any, b: Any, out: Any = None) -> Any:
+    def matmul(self, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None) -> DeviceArray:
         raise NotImplementedError
 
-    def copy(self, a: Any, out: Any) -> Any:
+    def copy(self, a: DeviceArray, out: DeviceArray) -> DeviceArray:
         raise NotImplementedError
 
-    def scale(self, a: Any, scalar: float, out: Any) -> Any:
+    def scale(self, a: DeviceArray, scalar: float, out: DeviceArray) -> DeviceArray:
         raise NotImplementedError
 
-    def add(self, a: Any, b: Any, out: Any) -> Any:
+    def add(self, a: DeviceArray, b: DeviceArray, out: DeviceArray) -> DeviceArray:
         raise NotImplementedError
 
-    def triad(self, a: Any, b: Any, scalar: float, out: Any) -> Any:
+    def triad(self, a: DeviceArray, b: DeviceArray, scalar: float, out: DeviceArray) -> DeviceArray:
         """out = a + scalar * b (STREAM triad)."""
         raise NotImplementedError
 
-    def total(self, a: Any) -> Any:
+    def total(self, a: DeviceArray) -> DeviceArray:
         """Sum of all elements, left on the device."""
         raise NotImplementedError
 
-    def elementwise(self, a: Any, out: Any) -> Any:
+    def elementwise(self, a: DeviceArray, out: DeviceArray) -> DeviceArray:
         """out = a * a + a: two flops per element read once and written once, memory-bound."""
         raise NotImplementedError
 
@@ -178,6 +193,11 @@ class Backend(abc.ABC):
 
 
 REQUIRED_METHODS = tuple(sorted(Backend.__abstractmethods__))
+
+
+def framework_of(array: object) -> str:
+    """The top-level package of `array`'s type ("torch" for a torch.Tensor): which framework made it."""
+    return type(array).__module__.split(".")[0]
 
 
 def missing_methods(cls: object) -> tuple[str, ...]:

@@ -9,12 +9,13 @@ The framework can be injected (`CupyBackend(cupy_module=fake)`) so the logic is 
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Iterator
 
 import numpy as np
 
 from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
-from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
+from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework, framework_of
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[cupy]"
@@ -135,6 +136,13 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
 
     def location(self, array: Any) -> str:
         return f"{self._kind()}:{array.device.id}"
+
+    def observe_placement(self, array: object) -> str | None:
+        cupy = sys.modules.get("cupy")
+        if framework_of(array) != "cupy" or cupy is None:
+            return None
+        hip = bool(getattr(cupy.cuda.runtime, "is_hip", False))
+        return f"{'rocm' if hip else 'cuda'}:{getattr(array, 'device').id}"
 
     def synchronize(self, device: str) -> None:
         if self._module is not None:  # never loaded: nothing can have been queued

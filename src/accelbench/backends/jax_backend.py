@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
-from accelbench.backends.base import Availability, Backend, LazyFramework
+from accelbench.backends.base import Availability, Backend, LazyFramework, framework_of
 from accelbench.errors import Unsupported, UsageError
 from accelbench.vocabulary import usable_cpus
 
@@ -202,6 +202,18 @@ class JaxBackend(LazyFramework, Backend):
             if known == device:
                 return device_id
         return f"{device.platform}:{device.id}"
+
+    def observe_placement(self, array: object) -> str | None:
+        if framework_of(array) not in ("jax", "jaxlib"):
+            return None
+        devices = tuple(getattr(array, "devices")())
+        if len(devices) != 1:
+            raise ValueError(f"spread over {len(devices)} devices")
+        device = devices[0]
+        if device.platform == "cpu":
+            return "cpu"
+        kind = {"gpu": "cuda", "cuda": "cuda", "rocm": "rocm", "METAL": "mps"}.get(device.platform, device.platform)
+        return "mps" if kind == "mps" else f"{kind}:{getattr(device, 'local_hardware_id', None) or device.id}"
 
     def wait_for(self, output: Any) -> None:
         if output is not None:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from accelbench.backends.arrays import NumpyArrays
-from accelbench.backends.base import ArrayNamespaceOps, Availability
+from accelbench.backends.base import ArrayNamespaceOps, Availability, framework_of
 from accelbench.backends.cpu_pool import shared_pool
 from accelbench.errors import Unsupported, UsageError
 from accelbench.vocabulary import usable_cpus
@@ -144,6 +144,9 @@ class NumpyBackend(ArrayNamespaceOps):
 
     def location(self, array: Any) -> str:
         return DEVICE  # ndarrays and numpy scalars (from total) both live in host memory
+
+    def observe_placement(self, array: object) -> str | None:
+        return DEVICE if framework_of(array) == "numpy" else None  # numpy has host memory only
 
     def synchronize(self, device: str) -> None:
         """numpy returns only when the work is done: nothing to wait for."""

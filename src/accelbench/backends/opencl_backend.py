@@ -8,11 +8,12 @@ device, made lazily. Ops enqueue their kernels and return at once; the harness c
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Iterator
 
 import numpy as np
 
-from accelbench.backends.base import DTYPES, Availability, Backend
+from accelbench.backends.base import DTYPES, Availability, Backend, framework_of
 from accelbench.backends.opencl_kernels import KernelCache, reduce_group_size
 from accelbench.backends.opencl_ops import DeviceState, OpenCLKernelOps, pyopencl, pyopencl_array
 from accelbench.errors import Unsupported
@@ -153,6 +154,18 @@ class OpenCLBackend(OpenCLKernelOps, Backend):
                 self._id_by_device_ptr[cl_device.int_ptr] = device_id
                 return device_id
         raise ValueError(f"array lives on an OpenCL device this backend did not enumerate: {cl_device.name}")
+
+    def observe_placement(self, array: object) -> str | None:
+        cl = sys.modules.get("pyopencl")
+        if framework_of(array) != "pyopencl" or cl is None:
+            return None
+        queue = getattr(array, "queue", None)
+        target = queue.device if queue is not None else getattr(array, "context").devices[0]
+        for p_index, platform in enumerate(cl.get_platforms()):  # numbered as `accelbench info` does
+            for d_index, device in enumerate(platform.get_devices()):
+                if device.int_ptr == target.int_ptr:
+                    return f"opencl:{p_index}:{d_index}"
+        raise LookupError("its device is on no platform the ICD loader lists")
 
     def fill_nan(self, array: Any) -> bool:
         if isinstance(array, np.ndarray):

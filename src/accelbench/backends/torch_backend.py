@@ -8,12 +8,13 @@ cuda:N here is the same GPU as NVML's (and nvidia-smi's) index N. The framework 
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework
+from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework, framework_of
 from accelbench.devices.cuda_arch import arch_list_supports, parse_capability, parse_cuda_target
 from accelbench.errors import Unsupported, UsageError
 
@@ -302,6 +303,16 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         kind = self._gpu_kind() if device.type == "cuda" else device.type
         index = device.index if device.index is not None else 0
         return f"{kind}:{index}"
+
+    def observe_placement(self, array: object) -> str | None:
+        torch = sys.modules.get("torch")  # loaded: we hold one of its tensors
+        if framework_of(array) != "torch" or torch is None:
+            return None
+        device = getattr(array, "device")
+        if device.type in ("cpu", "mps", "meta"):
+            return str(device.type)
+        kind = ("rocm" if getattr(torch.version, "hip", None) else "cuda") if device.type == "cuda" else device.type
+        return f"{kind}:{device.index if device.index is not None else 0}"
 
     def synchronize(self, device: str) -> None:
         kind, index = split_id(device)

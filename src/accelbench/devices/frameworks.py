@@ -12,17 +12,11 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-# import name -> distribution names to look up the version under
+# import name -> distribution names, where they differ (CuPy's wheels are named by CUDA version);
+# any other module is looked up under its own name, so a new backend needs no entry here
 _DISTRIBUTIONS = {
-    "numpy": ("numpy",),
-    "torch": ("torch",),
-    "jax": ("jax",),
-    "jaxlib": ("jaxlib",),
     "cupy": ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0", "cupy"),
-    "pyopencl": ("pyopencl",),
     "pynvml": ("nvidia-ml-py", "pynvml"),
-    "amdsmi": ("amdsmi",),
-    "keras": ("keras",),
 }
 
 

@@ -7,9 +7,10 @@ from typing import Iterable
 from accelbench.report.analysis import Row
 from accelbench.results import cores_used
 from accelbench.units import format_si
+from accelbench.workloads.base import Role
+from accelbench.workloads.registry import workloads_of_role
 
-COMPUTE = "matmul"
-MEMORY = "stream"
+ROLES_SHOWN: tuple[Role, ...] = ("compute-bound", "memory-bound")  # the answer's two kinds of work, as workloads declare
 
 
 def _best(rows: list[Row], workload: str) -> Row | None:
@@ -40,7 +41,9 @@ def cpu_sentence(rows: Iterable[Row]) -> str | None:
     stream triad on numpy, 2 threads, blocked; CPU time / wall time 1.97: 38.5 GB/s, …'."""
     baseline = [r for r in rows if r.baseline_role == "cpu_all_cores"]
     parts = []
-    for workload in (COMPUTE, MEMORY):
+    for role in ROLES_SHOWN:  # of several of one role, the first in the registry's order (matmul, stream)
+        names = workloads_of_role({r.spec.workload for r in baseline}, role)
+        workload = names[0] if names else ""
         row = _best(baseline, workload)
         if row is None:
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
 from accelbench.units import format_si
+from accelbench.workloads.registry import crosses_host_link, workload_role
 
 MARGIN = 1.25                  # clock and datasheet uncertainty
 MISSES_IN_FLIGHT = 64          # per core: more than any core's miss buffers hold
@@ -25,7 +26,7 @@ CPU_L1_BYTES_PER_CYCLE = 256   # two 64-byte loads and a 64-byte store per cycle
 CPU_LLC_BYTES_PER_CYCLE = 64   # per core from the last-level cache (real parts: 16-32)
 ABOVE_CACHE = 2.0              # a working set this many times the cache streams from the level below
 ROTATED_SETS = 2               # input sets the timed calls take in turn (workloads/rotation.py)
-MEMORY_BOUND = ("stream", "reduce", "elementwise", "memcpy")
+MEMORY_BOUND = ("memory-bound", "transfer")  # the roles (Workload.role) whose rate memory bounds
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,10 @@ class Level:
 
 def working_set_bytes(m: Measurement) -> int | None:
     """Bytes the timed calls touch in turn (None: not a memory-bound workload)."""
-    if m.spec.workload not in MEMORY_BOUND or not m.work.bytes_moved:
+    if workload_role(m.spec.workload) not in MEMORY_BOUND or not m.work.bytes_moved:
         return None
     per_call = m.work.bytes_moved
-    if m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d":
+    if crosses_host_link(m.spec):
         per_call *= 2  # the host side reads its source and writes its destination
     return int(per_call * ROTATED_SETS)
 

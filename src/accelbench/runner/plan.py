@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from accelbench.backends.base import DTYPES
+from accelbench.backends.registry import Listed
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
 from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline, usable_cpus
+from accelbench.workloads.base import Workload
 from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
 
 # 64, 1.5K, 64M, 1GiB, 2kb, 4096B: a binary prefix, then optionally B (bytes) with or without i
@@ -73,7 +75,7 @@ def parse_list(text: str | None, accepted: tuple[str, ...] | list[str], option: 
 
 
 def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, dtypes: list[str] | None = None,
-               devices: list[str] | None = None, backends: dict | None = None, quick: bool = True,
+               devices: list[str] | None = None, backends: Listed | None = None, quick: bool = True,
                cpu_threads: int | None = None, host_memory_bytes: int | None = None,
                known_devices: set[str] | None = None) -> Plan:
     """`backends`: name -> Backend instance (available or not) to plan across.
@@ -112,7 +114,7 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
     return plan
 
 
-def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]:
+def _targets(backends: Listed, devices: list[str] | None) -> list[tuple[str, str]]:
     reachable = [(name, device) for name, backend in backends.items()
                  if backend.availability().ok for device in backend.device_ids()]
     if not devices:
@@ -125,7 +127,7 @@ def _targets(backends: dict, devices: list[str] | None) -> list[tuple[str, str]]
     return [(name, device) for name, device in reachable if device in devices]
 
 
-def _thread_counts(backend: str, device: str, all_threads: int, workload=None) -> list[int | None]:
+def _thread_counts(backend: str, device: str, all_threads: int, workload: Workload | None = None) -> list[int | None]:
     if device != "cpu":
         return [None]
     # the baseline on one core, and on all: numpy, or the framework itself where the workload says so
@@ -135,7 +137,7 @@ def _thread_counts(backend: str, device: str, all_threads: int, workload=None) -
     return [all_threads]
 
 
-def _check_size(workload, params: dict, host_memory_bytes: int | None) -> None:
+def _check_size(workload: Workload, params: dict, host_memory_bytes: int | None) -> None:
     if host_memory_bytes is None:
         return
     need = workload.footprint_bytes(params)

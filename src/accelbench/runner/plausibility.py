@@ -19,6 +19,7 @@ from accelbench.runner.memory_levels import memory_bound, working_set_bytes
 from accelbench.timing import stats
 from accelbench.units import format_si
 from accelbench.verdict import BEYOND_PEAK, INVALID, NO_TIME, RATE_UNBOUNDED, VALID, Finding
+from accelbench.workloads.registry import crosses_host_link
 
 MARGIN = 1.25                # clock and datasheet uncertainty
 CPU_BYTES_PER_CYCLE = 256    # two 64-byte loads and a 64-byte store per cycle, with room to spare
@@ -92,7 +93,7 @@ def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None
     of CPU type (PoCL) runs on the host CPU, and host↔device copies are bounded by the host (a
     device-to-device copy by the device's own memory)."""
     device = devices.get(m.spec.device)
-    host_link = m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d"
+    host_link = crosses_host_link(m.spec)
     if host_link or (device is not None and device.kind == "cpu" and device.id != "cpu"):
         return devices.get("cpu") or device
     return device

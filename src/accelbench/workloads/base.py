@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from accelbench.results import Check, Work
 
 if TYPE_CHECKING:
-    from accelbench.backends.base import Backend
+    from accelbench.backends.base import Backend, DeviceArray
 
 
 #: What a workload's figures say about a device (Workload.role), a closed vocabulary:
@@ -39,10 +39,10 @@ class Prepared:
     give `verify`, which runs and checks a call of its own.
     """
 
-    compute: Callable[[], Any]
+    compute: Callable[[], DeviceArray]
     verify: Callable[[], Check] | None = None
-    to_device: Callable[[], Any] | None = None
-    to_host: Callable[[], Any] | None = None
+    to_device: Callable[[], object] | None = None
+    to_host: Callable[[], object] | None = None
     release: Callable[[], None] | None = None
     #: workload-specific figures after timing and verification (time to accuracy, latency
     #: percentiles, peak memory...), stored in Measurement.extra; names carry units
@@ -56,13 +56,13 @@ class Prepared:
     min_samples: int = 0
     #: given the samples per phase (seconds per call) once timing ends, before metrics()
     record_samples: Callable[[dict], None] | None = None
-    check_output: Callable[[Any], Check] | None = None
+    check_output: Callable[[DeviceArray], Check] | None = None
     poison: Callable[[], None] | None = None
     refresh: Callable[[], None] | None = None
     #: run the timed op once on inputs already seen, untimed (wakes a thread pool before a timed call)
     wake: Callable[[], None] | None = None
     #: the array whose placement proves where the work ran (default: the output itself)
-    placed: Callable[[Any], Any] | None = None
+    placed: Callable[[DeviceArray], DeviceArray] | None = None
     #: why the outputs cannot be checked (no reference): the result is then "unverified"
     unverified: str | None = None
     #: input sets the timed calls rotate through (workloads/rotation.py)
@@ -85,7 +85,7 @@ class Prepared:
         synchronize()
         return self.check_output(output)
 
-    def end_to_end(self) -> Callable[[], Any] | None:
+    def end_to_end(self) -> Callable[[], object] | None:
         if self.to_device is None and self.to_host is None:
             return None
         steps = [s for s in (self.to_device, self.compute, self.to_host) if s is not None]

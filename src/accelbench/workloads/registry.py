@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from accelbench.errors import UsageError
 from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets
+from accelbench.results import Spec
 from accelbench.workloads.base import Role, Workload
 
 # name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
@@ -88,6 +89,12 @@ def workload_role(name: str) -> Role | None:
         return _complete(name, repr(target), load_target(target)).role
     except Exception:  # noqa: BLE001 - a broken or missing plugin has no declaration to read
         return None
+
+
+def crosses_host_link(spec: Spec) -> bool:
+    """Whether `spec` times copies between host and device (a "transfer" workload, unless its
+    `direction` parameter says "d2d"): the host link bounds them, not the device's own memory."""
+    return workload_role(spec.workload) == "transfer" and spec.param("direction") != "d2d"
 
 
 def workloads_of_role(names: Iterable[str], role: Role) -> list[str]:

@@ -9,14 +9,67 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from accelbench.report.compare.metadata import MetadataDifference
+from accelbench.report.compare.noise import NoiseBand
+from accelbench.report.data import RunData
 from accelbench.report.summary import params_text, spec_label, where
+from accelbench.results import Spec
+from accelbench.timing.stats import RatioCI
 from accelbench.units import format_seconds, format_si
 
 if TYPE_CHECKING:  # annotations only
-    from accelbench.report.compare.compare import Comparison
     from accelbench.report.analysis import Row
+
+
+class ShownRow(Protocol):
+    """What the renderers read of one spec's comparison (compare.SpecComparison)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def median_a_s(self) -> float | None: ...
+    @property
+    def median_b_s(self) -> float | None: ...
+    @property
+    def speedup(self) -> RatioCI | None: ...
+    @property
+    def p_value(self) -> float | None: ...
+    @property
+    def noise(self) -> NoiseBand | None: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def note(self) -> str: ...
+    def factor_text(self) -> str: ...
+
+
+class Shown(Protocol):
+    """What the renderers read of a compare.Comparison: described here, so that compare.py (whose
+    `_repr_html_` and `__repr__` call them) is no import of this module, not even for its types."""
+
+    @property
+    def a(self) -> RunData: ...
+    @property
+    def b(self) -> RunData: ...
+    @property
+    def rows(self) -> Sequence[ShownRow]: ...
+    @property
+    def only_a(self) -> Sequence[Spec]: ...
+    @property
+    def only_b(self) -> Sequence[Spec]: ...
+    @property
+    def differences(self) -> Sequence[MetadataDifference]: ...
+    @property
+    def same_within(self) -> float: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def scope(self) -> str: ...
+    def summary_line(self, shown: int = 3) -> str: ...
+    def noise_text(self) -> str: ...
+    def machine_text(self) -> str: ...
 
 _VERDICT_COLOUR = {"faster": "#1a7f37", "slower": "#cf222e", "inconclusive": "#9a6700", "excluded": "#6e7781"}
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;"
@@ -53,7 +106,7 @@ def _ratio(ci) -> str:
     return "—" if ci is None else escape(ci_text(ci))
 
 
-def comparison_html(comparison: "Comparison") -> str:
+def comparison_html(comparison: Shown) -> str:
     """The comparison as a notebook shows it: scope, summary line, one row per spec, differences."""
     c = comparison
     rows = [(escape(r.label), escape(format_seconds(r.median_a_s)), escape(format_seconds(r.median_b_s)),
@@ -82,7 +135,7 @@ def comparison_html(comparison: "Comparison") -> str:
 COMPARISON_ROWS_SHOWN = 6  # spec lines in a Comparison's repr
 
 
-def comparison_text(comparison: "Comparison") -> str:
+def comparison_text(comparison: Shown) -> str:
     """`repr()` of a Comparison: the verdict first, then the changed (or undecided) specs, a few lines."""
     from accelbench.report.result_text import clip
 

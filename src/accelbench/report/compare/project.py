@@ -17,6 +17,7 @@ from accelbench.devices import datasheets
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Spec
 from accelbench.timing import stats
+from accelbench.workloads.registry import crosses_host_link
 
 # short names for the usual form factor; the other variants stay reachable by their own key
 TARGET_ALIASES = {
@@ -191,7 +192,7 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     if not m.valid:
         return ("check failed: a wrong answer is not projected" if not m.check.passed
                 else f"{m.status}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
-    if m.spec.workload == "memcpy" and m.spec.param("direction") != "d2d":
+    if crosses_host_link(m.spec):
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:
         return "no work model (flops and bytes per call are both 0)"
