@@ -197,12 +197,26 @@ def _version_or_none(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
+FAILED_PREFIX = "failed: "
+
+
 @dataclass(frozen=True)
 class Skip:
     """A combination that did not run, and why (the backend or device cannot, or it failed)."""
 
     spec: Spec
     reason: str
+
+    @classmethod
+    def failure(cls, spec: Spec, why: str) -> "Skip":
+        """A spec that was tried and failed (an error, a timeout, out of memory)."""
+        return cls(spec, f"{FAILED_PREFIX}{why}")
+
+    @property
+    def failed(self) -> bool:
+        """Tried and failed, not a combination that cannot run. The prefix is part of the stored
+        and exported reason (the one place it is read), so results stored long ago read the same."""
+        return self.reason.startswith(FAILED_PREFIX.rstrip(" :"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.to_dict(), "reason": self.reason}

@@ -41,7 +41,7 @@ def cells(rows: Iterable[Any], skips: Iterable[Any] = ()) -> tuple[list[str], li
     columns: dict[str, None] = {}
     table: dict[tuple[str, str], str] = {}
     for skip in skips:
-        if skip.reason.startswith("failed"):
+        if skip.failed:
             key = (_line(skip.spec), _column(skip.spec))
             lines.setdefault(key[0])
             columns.setdefault(key[1])

@@ -23,11 +23,11 @@ INTERRUPTED_TEXT = "interrupted: stopped before the plan ended; what finished wa
 
 def failures(skips: Sequence[Any]) -> list[Any]:
     """Skips that are failures (an error, a timeout, out of memory), not a device or dtype that cannot run."""
-    return [s for s in skips if s.reason.startswith("failed")]
+    return [s for s in skips if s.failed]
 
 
 def not_failed(skips: Sequence[Any]) -> list[Any]:
-    return [s for s in skips if not s.reason.startswith("failed")]
+    return [s for s in skips if not s.failed]
 
 
 def counts_text(rows: Sequence[Any], skips: Sequence[Any]) -> str:

@@ -332,13 +332,13 @@ def _one(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, debug: bool,
         with deadline.spec_scope(), backend.threads(item.threads):
             return measure_item(item, backend, rigor, seed, sampler=sampler, trust=trust)
     except TimedOut as exc:
-        return Skip(item.spec, f"failed: {exc} (the per-spec limit: --timeout, or timeout=)")
+        return Skip.failure(item.spec, f"{exc} (the per-spec limit: --timeout, or timeout=)")
     except Unsupported as exc:
         return Skip(item.spec, str(exc))
     except MemoryError:
-        return Skip(item.spec, "failed: out of memory")
+        return Skip.failure(item.spec, "out of memory")
     except Exception as exc:  # noqa: BLE001 - one failing spec is recorded, the run goes on
-        reason = f"failed: {type(exc).__name__}: {exc}"
+        reason = f"{type(exc).__name__}: {exc}"
         if debug:
             reason += "\n" + "".join(traceback.format_exception(exc))
-        return Skip(item.spec, reason)
+        return Skip.failure(item.spec, reason)
