@@ -280,3 +280,16 @@ def test_a_side_noisy_for_a_reason_that_leaves_its_timing_as_it_was_still_checks
                            tuple(numpy_rounds), tuple(torch_rounds))
     ratio = Speedups([stored]).ratio(wanted)
     assert (ratio.verdict() == CONTAMINATED) == reference, (kind, ratio)
+
+
+@pytest.mark.parametrize("slowed, contaminated", [(1.5, False), (2.5, True), (100.0, True)])
+def test_a_noisy_side_still_may_not_part_the_rounds_from_the_medians_grossly(slowed, contaminated):
+    """Beside a busy process numpy on 2 threads ran 99-390× its own time in the rounds: PoCL was
+    called 59× faster than all cores where the medians said 0.29×."""
+    rng = random.Random(3)
+    numpy_own, device_own = _draw(rng, 1e-3, 0.05, 20), _draw(rng, 3.4e-3, 0.05, 20)
+    numpy_rounds, device_rounds = _draw(rng, 1e-3 * slowed, 0.05, 8), _draw(rng, 3.4e-3, 0.05, 8)
+    ratio = _speedup(numpy_own, device_own, numpy_rounds, device_rounds, verdicts=("noisy", "valid"))
+    assert (ratio.verdict() == CONTAMINATED) == contaminated, ratio
+    if contaminated:
+        assert "disagree with the sides' own measurements" in ratio.contaminated

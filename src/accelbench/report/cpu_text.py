@@ -14,7 +14,9 @@ ROLES_SHOWN: tuple[Role, ...] = ("compute-bound", "memory-bound")  # the answer'
 
 
 def _best(rows: list[Row], workload: str) -> Row | None:
+    """The fastest plainly valid row; a noisy one only where no row is plainly valid."""
     found = [r for r in rows if r.spec.workload == workload and r.rate and r.measurement.valid]
+    found = [r for r in found if r.measurement.trusted] or found
     return max(found, key=lambda r: r.rate or 0.0) if found else None
 
 
@@ -48,7 +50,8 @@ def cpu_sentence(rows: Iterable[Row]) -> str | None:
         if row is None:
             continue
         what = " ".join(str(p) for p in (workload, row.spec.param("kernel"), row.spec.param("dtype")) if p)
-        share = _share(row)
+        # a noisy rate is no measured figure to set against a peak: said as noisy, with no share
+        share = _share(row) if row.measurement.trusted else f"{row.measurement.status}: its share of a peak not stated"
         parts.append(f"{what} on {_how(row)}: {format_si(row.rate or 0.0, row.rate_unit)}"
                      + (f", {share}" if share else ""))
     return "The CPU side (all cores): " + "; ".join(parts) + "." if parts else None

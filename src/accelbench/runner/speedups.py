@@ -92,10 +92,11 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     # a side's median moved by load (which pairing cancels) is no reference for the rounds
     stands = median_stands(w.baseline, w.baseline_phase) and median_stands(w.candidate, w.candidate_phase)
     reference = medians if stands else None
+    loose = medians if not stands and w.baseline.valid and w.candidate.valid else None
     reason = paired.note if paired.note.startswith(CROSS_TALK) else paired_check.contamination(
         ratio, reference,
         (w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
-        (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]))
+        (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]), loose=loose)
     if reason:
         return dataclasses.replace(ratio, contaminated=reason)
     if reference is None:
