@@ -179,8 +179,9 @@ def _ceilings(m: Measurement, run: RunData, target: datasheets.DatasheetRow):
         bw_c = source_ceiling(run, m.spec.device, (BANDWIDTH,), m.spec)
         found = row_peak(target, (BANDWIDTH,))
         if bw_c is None:
-            return (f"no memory-bandwidth ceiling known for {m.spec.device} apart from this result itself "
-                    "(run stream on it in the same run)")
+            return (f"no memory-bandwidth ceiling known for {m.spec.device} apart from this result itself: no "
+                    "datasheet figure, and no plainly valid bandwidth result of another spec in this run (noisy "
+                    "ones set no ceiling; run stream on it in the same run)")
         if found is None:
             return f"the {target.name} datasheet gives no memory bandwidth"
         t_bw = Ceiling(BANDWIDTH, found[1], "table", target.source)
