@@ -9,6 +9,7 @@ the temporary file and is one UsageError line: nothing partial is ever left unde
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import secrets
@@ -58,6 +59,25 @@ def database_files(db: PathLike | None) -> list[Path]:
     if db is None:
         return []
     return [Path(db), *(Path(f"{db}-{suffix}") for suffix in ("wal", "shm", "journal"))]
+
+
+class NotRegularFile(OSError):
+    """A folder, FIFO, device or socket where a file to read was expected."""
+
+
+def read_regular(path: PathLike) -> bytes:
+    """The bytes of the regular file at `path`. Opened without blocking and checked before any
+    read: a FIFO planted at the path would block the open forever, /dev/zero never ends."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+            raise NotRegularFile(errno.EINVAL, f"it is {kind}", os.fspath(path))
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def check_target(path: PathLike, inputs: Iterable[PathLike] = ()) -> Path:
@@ -175,9 +195,46 @@ class _QuietRaw(io.FileIO):
             return len(data)
 
 
+class _ClosedRaw(io.FileIO):
+    """Standard output the command was started without (`accelbench runs >&-`): as Unix tools do,
+    every write fails (EBADF), in one line and a non-zero exit."""
+
+    abandoned = False  # the failure was reported: what is left goes nowhere
+
+    def write(self, data):
+        if self.abandoned:
+            return len(data)
+        raise StreamError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+def _fill_closed_descriptors() -> None:
+    """fd 0, 1 or 2 closed at start-up (Python then sets sys.stdin/stdout/stderr to None): /dev/null
+    takes the number, so no file opened later (the database) receives what is meant for the
+    terminal; stdin then reads as end of input, stdout fails in one line, stderr is silent."""
+    for fd, name, raw_class in ((0, "stdin", None), (1, "stdout", _ClosedRaw), (2, "stderr", _QuietRaw)):
+        if getattr(sys, name) is not None or getattr(sys, f"__{name}__") is not None:
+            continue
+        try:
+            os.fstat(fd)
+            taken = True  # by a file the interpreter opened since: left to it
+        except OSError:
+            taken = False
+        number = os.open(os.devnull, os.O_RDWR)
+        if not taken and number != fd:
+            os.dup2(number, fd)
+            os.close(number)
+            number = fd
+        if raw_class is None:
+            sys.stdin = open(number, encoding="utf-8", closefd=False)
+        else:
+            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw_class(number, "wb", closefd=False)),
+                                                encoding="utf-8", errors="backslashreplace", line_buffering=True))
+
+
 def guard_standard_streams() -> None:
     """Escape what the output encoding cannot show (never a UnicodeEncodeError), and make a failed
     write to the real standard output a StreamError. Streams a test has replaced are left alone."""
+    _fill_closed_descriptors()
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is getattr(sys, f"__{name}__") and isinstance(stream, io.TextIOWrapper):
@@ -203,6 +260,10 @@ def _rewrapped(stream, original, raw_class):
 
 def abandon_stdout() -> None:
     """After a failed write: what is still buffered goes nowhere, instead of failing again at exit."""
+    raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+    if isinstance(raw, _ClosedRaw):
+        raw.abandoned = True
+        return
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):

@@ -49,13 +49,15 @@ def _tomllib() -> Any:
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The settings as a dict; {} when the file does not exist. UsageError (file:line) if malformed."""
+    from accelbench.safe_write import read_regular
+
     path = Path(path) if path is not None else settings_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")  # a FIFO planted there must not hang `run`
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the settings file: {exc}") from exc
+        raise UsageError(f"{path}: cannot read the settings file: {getattr(exc, 'strerror', None) or exc}") from exc
     toml = _tomllib()
     try:
         data = toml.loads(text)

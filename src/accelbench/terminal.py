@@ -48,6 +48,11 @@ def _console_class():
         def render_str(self, text: str, **options):
             return super().render_str(printable(text, keep_newlines=True), **options)
 
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; cli/main.py ends a closed pipe (`| head`) with 141, as Unix tools do
+            self.quiet = True
+            raise BrokenPipeError
+
     return LiteralConsole
 
 

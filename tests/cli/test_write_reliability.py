@@ -82,6 +82,34 @@ def test_export_to_a_file_under_a_size_limit_leaves_nothing_under_its_name(db, t
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("results.sqlite")) == []
 
 
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 1 MiB filesystem filled to its last block: a full disk, as a user meets it."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small filesystem needs root")
+    media = tmp_path / "full"
+    media.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(media)], check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        subprocess.run(["dd", "if=/dev/zero", f"of={media / 'filler'}", "bs=4k"], capture_output=True, check=False)
+        yield media
+    finally:
+        subprocess.run(["umount", str(media)], check=False)
+
+
+def test_export_to_standard_output_on_a_full_disk_fails_in_one_line(db, full_disk):
+    done = _cli("export", "--all", "--db", str(db), stdout_to=str(full_disk / "out.json"))
+    assert done.returncode == 2  # was 0, with a cut-short document and nothing on stderr
+    assert "cannot write standard output: No space left on device" in _one_error_line(done, "export")
+
+
+def test_export_to_a_file_on_a_full_disk_leaves_nothing_under_its_name(db, full_disk):
+    done = _cli("export", "--all", "--db", str(db), "-o", str(full_disk / "out.json"))
+    assert done.returncode == 2 and "No space left on device" in _one_error_line(done, "export")
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
 def test_a_table_into_a_full_device_is_one_line(db):
     done = _cli("runs", "--db", str(db), stdout_to="/dev/full")
     assert done.returncode == 2 and "No space left on device" in _one_error_line(done, "runs")

@@ -75,6 +75,7 @@ def run(args) -> int:
     from accelbench.cluster.fleet import build_fleet, entries_from_outcomes, entries_from_store
     from accelbench.cluster.manifest import manifest_path
     from accelbench.errors import UsageError
+    from accelbench.safe_write import check_target, database_files
     from accelbench.store.db import Store
 
     fail_on = parse_fail_on(args.fail_on)
@@ -88,6 +89,9 @@ def run(args) -> int:
 
         return report_checks(folder, checks, None, checks[-1].submission, as_json=args.json)
     with Store(args.db) as store:
+        inputs = database_files(store.path)
+        if args.html:  # a planted link or the database itself: refused before gathering
+            check_target(Path(args.html) / "index.html", inputs)
         if manifest_path(folder).exists():
             from accelbench.cluster.gather import gather, select
             from accelbench.cluster.manifest import load_manifest
@@ -110,7 +114,7 @@ def run(args) -> int:
     if args.html:
         from accelbench.cluster.fleet_html import write_fleet_page
 
-        page = write_fleet_page(view, args.html)
+        page = write_fleet_page(view, args.html, inputs)
         print(f"fleet page: {page}", file=sys.stderr if args.json else sys.stdout)
     found = ((bool(view.outliers()) and "outlier" in fail_on) or (bool(view.nodes("failed")) and "failed" in fail_on)
              or (bool(view.nodes("unmeasured")) and "unmeasured" in fail_on)

@@ -37,7 +37,7 @@ def run(args) -> int:
 
     try:
         return _write_report(args)
-    except StreamError:  # standard output, not the folder: cli/main.py says so
+    except (StreamError, BrokenPipeError):  # standard output, not the folder: cli/main.py says so
         raise
     except OSError as exc:  # a read-only or full filesystem under -o: one line, not a traceback
         raise UsageError(f"-o {args.output}: cannot write {exc.filename or args.output}: "

@@ -187,7 +187,7 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
     """Write each target's script, hand it to sbatch, record it in the manifest at once (so a
     job is never lost, even if this process dies half-way); returns the records."""
     out = out or sys.stdout  # looked up per call: callers and tests swap sys.stdout
-    from accelbench.cluster.manifest import JobRecord, add_jobs
+    from accelbench.cluster.manifest import JobRecord, add_jobs, check_lock
     from accelbench.cluster.script import render_script
     from accelbench.cluster.slurm import submit
     from accelbench.store.db import utc_now_iso
@@ -197,6 +197,8 @@ def submit_all(settings, targets, submission: str, out=None, dry_run: bool = Fal
 
     scripts = settings.results_dir / "scripts"
     _make_folders(settings.results_dir)
+    if not dry_run:
+        check_lock(settings.results_dir)  # a job sbatch took is recorded: refused before any is sent
     records = []
     for index, target in enumerate(targets, start=1):
         script = scripts / f"{submission}-{index}.sbatch"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Iterable
 from pathlib import Path
 
 from accelbench.cluster.fleet import FleetView, HeadlineView
@@ -121,10 +122,15 @@ def fleet_html(view: FleetView, png: bytes | None) -> str:
     return "\n".join(parts)
 
 
-def write_fleet_page(view: FleetView, output_dir: str | Path) -> Path:
-    folder = Path(output_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    page = folder / "index.html"
+def write_fleet_page(view: FleetView, output_dir: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
+    """DIR/index.html through safe_write, never onto one of `inputs` (the database)."""
+    from accelbench.errors import UsageError
     from accelbench.safe_write import write_text
 
-    return write_text(page, fleet_html(view, fleet_figure_png(view)))
+    folder = Path(output_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # read-only, or a file on the way: one line, not a traceback
+        raise UsageError(f"--html {output_dir}: cannot make the folder: {exc.strerror or exc}; accepted: "
+                         f"a folder where this user may write") from None
+    return write_text(folder / "index.html", fleet_html(view, fleet_figure_png(view)), inputs)

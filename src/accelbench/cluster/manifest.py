@@ -16,8 +16,11 @@ Layout of a results folder (the job id fills in J):
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -125,12 +128,16 @@ def manifest_path(results_dir: str | Path) -> Path:
 
 def load_manifest(results_dir: str | Path) -> list[JobRecord]:
     """The jobs recorded in a results folder, in submission order; [] when it has no manifest."""
+    from accelbench.safe_write import read_regular
+
     path = manifest_path(results_dir)
     if not path.exists():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_regular(path).decode("utf-8"))  # a FIFO there would block for ever
+    except OSError as exc:
+        raise UsageError(f"cannot read job manifest {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read job manifest {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise UsageError(f"{path}: not an accelbench job manifest (format {FORMAT_NAME!r} expected)")
@@ -146,13 +153,27 @@ def load_manifest(results_dir: str | Path) -> list[JobRecord]:
 
 @contextmanager
 def _locked(results_dir: Path) -> Iterator[None]:
-    results_dir.mkdir(parents=True, exist_ok=True)
-    with open(results_dir / LOCK_NAME, "a") as lock:
+    path = results_dir / LOCK_NAME
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        # never through a planted link, never blocking on a planted FIFO: a regular file or nothing
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
+        raise UsageError(f"cannot lock the job manifest with {path}: {why}; accepted: a "
+                         f"results folder this user may write in, where {LOCK_NAME} is a regular file") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"cannot lock the job manifest with {path}: it is not a regular file; "
+                             f"remove it (accelbench makes it again)")
         if sys.platform != "win32":  # Windows: gathering a copied folder there needs no lock against sbatch users
             import fcntl
 
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file closes
         yield
+    finally:
+        os.close(fd)
 
 
 def _write(results_dir: Path, records: list[JobRecord]) -> None:
@@ -160,6 +181,12 @@ def _write(results_dir: Path, records: list[JobRecord]) -> None:
 
     write_json(manifest_path(results_dir), {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                                             "jobs": [r.to_dict() for r in records]})
+
+
+def check_lock(results_dir: str | Path) -> None:
+    """UsageError now, before any job is handed to sbatch, if the manifest could not be locked later."""
+    with _locked(Path(results_dir)):
+        pass
 
 
 def add_jobs(results_dir: str | Path, new: list[JobRecord]) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from accelbench._version import __version__
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, Skip
-from accelbench.safe_write import clean_text
+from accelbench.safe_write import clean_text, clean_values
 from accelbench.store import liveness
 from accelbench.store.ceiling_rows import CeilingRows
 from accelbench.store.failures import reported as _reported
@@ -96,7 +96,7 @@ def _restore(conn: sqlite3.Connection, run_id: str, *, started_at: str, finished
         return False
     _insert(conn, "runs", {"id": run_id, "started_at": started_at, "finished_at": finished_at,
                            "status": status, "accelbench_version": accelbench_version,
-                           "selection_json": dumps(dict(selection)), "origin": origin,
+                           "selection_json": dumps(clean_values(dict(selection))), "origin": origin,
                            "pid": pid, "host": host})
     _insert(conn, "machines", machine_row(run_id, machine))
     conn.executemany("INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)", _tag_rows(run_id, tags))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.results import Skip, Spec
-from accelbench.safe_write import clean_values
+from accelbench.safe_write import clean_values, read_regular
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a \\uD800-\\uDFFF escape in JSON text
@@ -22,11 +21,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a \\uD800-\\uDFFF escap
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     source = Path(path)
     try:
-        with open(source, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # /dev/zero would never end
-                raise UsageError(f"cannot read {source}: it is not a regular file; accepted: a JSON "
-                                 f"file made by `accelbench export`")
-            return handle.read()
+        return read_regular(source)  # neither /dev/zero (never ends) nor a FIFO (blocks the open)
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror or exc}; "
                          f"accepted: a readable JSON file made by `accelbench export`") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -163,6 +164,8 @@ def identify(path: Path) -> int | None:
         return None
     if path.is_dir():
         raise SchemaError("it is a folder, not a file")
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open below forever
+        raise SchemaError("it is not a regular file (a FIFO, device or socket)")
     try:
         with open(path, "rb") as handle:
             header = handle.read(100)

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from accelbench.results import Measurement, Skip, Spec
+from accelbench.safe_write import clean_values
 from accelbench.verdict import caveats_to_json
 from accelbench.store.document_io import orjson_loads as _fast_loads  # the one lazy orjson
 
@@ -298,9 +299,10 @@ def measurement_from_row(row: sqlite3.Row) -> Measurement:
 def machine_row(run_id: str, machine: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"run_id": run_id}
     row.update({k: str(machine.get(k) or "") for k in MACHINE_TEXT})
-    row.update({f"{k}_json": dumps(machine.get(k) or {}) for k in MACHINE_JSON})
+    # the environment and hostnames may hold bytes the system could not decode: stored as \xNN
+    row.update({f"{k}_json": dumps(clean_values(machine.get(k) or {})) for k in MACHINE_JSON})
     known = set(MACHINE_TEXT + MACHINE_JSON)
-    row["extra_json"] = dumps({k: v for k, v in machine.items() if k not in known})
+    row["extra_json"] = dumps(clean_values({k: v for k, v in machine.items() if k not in known}))
     return row
 
 
@@ -321,4 +323,4 @@ def machine_from_row(row: sqlite3.Row) -> dict[str, Any]:
     snapshot: dict[str, Any] = {k: row[k] for k in MACHINE_TEXT}
     snapshot.update({k: json.loads(row[f"{k}_json"]) for k in MACHINE_JSON})
     snapshot.update(json.loads(row["extra_json"]))
-    return snapshot
+    return clean_values(snapshot)  # as stored before the environment was cleaned on the way in
