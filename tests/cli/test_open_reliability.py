@@ -175,6 +175,11 @@ def test_a_database_on_read_only_media_can_be_read(tmp_path):
             done = _cli(*command, "--db", str(db))
             assert done.returncode == 0, done.stderr
             assert run_id in done.stdout
+        # every command that only reads a run: compare and project load it through report/compare/sources.py
+        for command in (["compare", "--reference", "latest"], ["project", "latest", "--to", "h100", "--json"],
+                        ["report", "latest", "-o", str(tmp_path / "report")], ["ceilings"]):
+            done = _cli(*command, "--db", str(db))
+            assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
         written = _cli("import", str(tmp_path / "none.json"), "--db", str(db))
         assert written.returncode == 2 and "Traceback" not in written.stderr
     finally:

@@ -26,7 +26,7 @@ def load_run(ref: str, db: str | None = None) -> RunData:
         return load_file_run(ref)
     from accelbench.store.db import Store
 
-    with Store(db) as store:
+    with Store(db, create=False) as store:  # reading only: no write lock, read-only media readable
         run_id = store.resolve_run(ref)
         info = store.run_info(run_id)
         return RunData(run_id=run_id, source=str(store.path), measurements=tuple(store.results(run_id)),
