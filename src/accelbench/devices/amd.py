@@ -167,6 +167,15 @@ class RecordedAmdsmi:
         return str(self._field(index, "driver_version"))
 
 
+# amdsmi loads libamd_smi: it may end its process, so the probe runs in a child (devices/isolated.py)
+NATIVE = True
+
+
+def needs_isolation() -> bool:
+    """The ROCm driver is here for amdsmi to load (without it, sysfs alone is read, in Python)."""
+    return Path("/dev/kfd").exists()
+
+
 def probe(amdsmi: Amdsmi | None = None, sysfs_root: str = "/",
           environ: Mapping[str, str] | None = None) -> list[Device]:
     """AMD GPUs in PCI bus order, from amdsmi when it works, else from sysfs."""

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from accelbench._version import __version__
+from accelbench.devices import isolated
 from accelbench.devices.model import Device, PeakFigure, ProbeReport
 from accelbench.devices.probing import run_probe
 from accelbench.errors import UsageError
@@ -111,7 +112,11 @@ def collect_inventory(probes: Iterable[str] | None = None) -> Inventory:
 
 def _loader(name: str) -> Callable[[], list[Device]]:
     def load_and_probe() -> list[Device]:
-        return load_target(probe_targets()[name])()
+        target = probe_targets()[name]
+        # a driver's native library may abort its process: such a probe runs in a child (isolated.py)
+        if isolated.wants_child(importlib.import_module(target.partition(":")[0])):
+            return isolated.probe_in_child(name, target)
+        return load_target(target)()
     return load_and_probe
 
 

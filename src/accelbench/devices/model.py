@@ -140,3 +140,15 @@ class ProbeReport:
         if include_debug and self.debug:
             data["debug"] = self.debug
         return data
+
+
+def device_from_dict(data: dict[str, Any]) -> Device:
+    """A Device from its to_dict() form (a stored inventory, a probe run in a child process)."""
+    peaks = tuple(PeakFigure(p["metric"], float(p["value"]), p.get("provenance", "table"),
+                             str(p.get("detail", "")), dict(p.get("inputs") or {}))
+                  for p in data.get("peaks", ()))
+    return Device(id=str(data["id"]), kind=str(data.get("kind", "")), vendor=str(data.get("vendor", "")),
+                  name=str(data.get("name", data["id"])), source=str(data.get("source", "")),
+                  memory_bytes=data.get("memory_bytes"), properties=dict(data.get("properties") or {}),
+                  peaks=peaks, reach=dict(data.get("reach") or {}),
+                  warnings=tuple(str(w) for w in data.get("warnings", ())))

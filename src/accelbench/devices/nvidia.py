@@ -43,6 +43,15 @@ INIT_FAILURES = {
 }
 
 
+# NVML is a driver library: it may end its process, so the probe runs in a child (devices/isolated.py)
+NATIVE = True
+
+
+def needs_isolation() -> bool:
+    """A driver is here to load (without one, pynvml fails in Python at once)."""
+    return Path(PROC_DRIVER_VERSION).exists() or Path("/dev/nvidiactl").exists()
+
+
 def probe(nvml: Nvml | None = None, environ: Mapping[str, str] | None = None,
           proc_driver_version: str = PROC_DRIVER_VERSION) -> list[Device]:
     """Every NVIDIA GPU NVML can see, in PCI bus order."""

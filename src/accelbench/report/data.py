@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from accelbench.devices.model import Device, PeakFigure
+from accelbench.devices.model import Device, device_from_dict
 from accelbench.results import Measurement, Skip
 from accelbench.report.analysis import Row, analyse
 from accelbench.vocabulary import ITEMSIZE
@@ -60,17 +60,6 @@ class RunData:
     def label(self) -> str:
         status = "" if self.status == "complete" else f", {self.status}"  # an interrupted run is partial
         return f"{self.run_id} ({self.hostname or 'unknown host'}{status})"
-
-
-def device_from_dict(data: dict[str, Any]) -> Device:
-    peaks = tuple(PeakFigure(p["metric"], float(p["value"]), p.get("provenance", "table"),
-                             str(p.get("detail", "")), dict(p.get("inputs") or {}))
-                  for p in data.get("peaks", ()))
-    return Device(id=str(data["id"]), kind=str(data.get("kind", "")), vendor=str(data.get("vendor", "")),
-                  name=str(data.get("name", data["id"])), source=str(data.get("source", "")),
-                  memory_bytes=data.get("memory_bytes"), properties=dict(data.get("properties") or {}),
-                  peaks=peaks, reach=dict(data.get("reach") or {}),
-                  warnings=tuple(str(w) for w in data.get("warnings", ())))
 
 
 def devices_from_machine(machine: dict[str, Any]) -> dict[str, Device]:
