@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from accelbench.timing.checkpoint import checkpoint
@@ -101,6 +101,14 @@ PROOF_ROUNDS = 7
 MIN_INVALID_ROUNDS = 10  # a refusal rests on at least this many rounds (under load, 3 of 3 happen by chance)
 MAX_PASSES = 4
 WAITS, NOT_WAITING, UNPROVEN = "waits", "does not wait", "unproven"
+NOT_WAITING_TEXT = "synchronize() does not wait for all the work"
+# the tail: a block from an empty queue ended by synchronize() against the same block ended by
+# reading its last output back (as pipelined; the read-back's own cost subtracted). A sync that
+# leaves the last K calls of a block pending (waits only while more than K are in flight) ends it
+# K calls early however long the block: one call's worth at least, where an honest one ends it on time
+TAIL_CALLS = 0.5       # a block ended this many calls' work early (or more) is short in the tail ...
+MIN_TAIL_S = 2e-5      # ... and by this long at least (one sync against one read-back: their noise)
+TAIL_CONSISTENT = 0.6  # the single call's share of short rounds, where its fastest pair is short too
 
 
 @dataclass(frozen=True)
@@ -109,48 +117,126 @@ class Proof:
     detail: str
     ratio: float = 1.0    # median over rounds of read-back time / synchronised time
     proven_s: float = 0.0  # per call, each output read back
+    synced_s: float = 0.0  # per call, the fastest pipelined block ended by synchronize() (as the timing ends its blocks)
+
+
+@dataclass
+class _Evidence:
+    """What the rounds measured, one entry per round."""
+    ratios: list[float] = field(default_factory=list)
+    proven: list[float] = field(default_factory=list)
+    extras: list[float] = field(default_factory=list)
+    serial: list[float] = field(default_factory=list)
+    synced: list[float] = field(default_factory=list)
+    # the tail pairs: (ended by synchronize(), ended by the read-back less its cost, calls, per-call time)
+    single: list[tuple[float, float, int, float]] = field(default_factory=list)
+    drawn: list[tuple[float, float, int, float]] = field(default_factory=list)
 
 
 def prove(call: Callable[[], Any], synchronize: Callable[[], object], read_back: Callable[[Any], object],
           clock: Clock, calls: int, rounds: int = PROOF_ROUNDS, coin: Callable[[], float] | None = None) -> Proof:
-    """Rounds of three blocks of `calls` calls, in an order `coin` draws: one ended by synchronize(),
-    one reading each call's output back before the next call (a lazy backend that drops work
-    overwritten, or a sync that does not wait, is fast only in the first), and one synchronising
+    """Rounds of blocks in an order `coin` draws: `calls` calls ended by synchronize(); as many
+    reading each call's output back before the next call (a lazy backend that drops work
+    overwritten, or a sync that does not wait, is fast only in the first); as many synchronising
     after every call (as serial as the second: what serialising costs an honest backend, a sync that
     returns early does not pay). Right after the second, its last, finished output is read `calls`
-    times: the read-backs' own cost, subtracted."""
+    times: the read-backs' own cost, subtracted. And the tail: from an empty queue, one call, and a
+    number of calls drawn each round (the backend cannot know it), each ended once by synchronize()
+    and once by reading its last output back: a sync that leaves the last calls of a block pending
+    ends both early by those calls, however many there were (`_tail`)."""
     coin = coin or random.SystemRandom().random
-    ratios: list[float] = []
-    proven: list[float] = []
-    extras: list[float] = []
-    serial: list[float] = []
+    seen = _Evidence()
     for _ in range(MAX_PASSES):  # where the rounds so far do not clear it, more rounds decide with them
-        _rounds(call, synchronize, read_back, clock, calls, rounds, coin, (ratios, proven, extras, serial))
-        found = _decided(sorted(ratios), _median(proven), _median(extras), len(ratios), serial)
-        if found.status == WAITS or (found.status == NOT_WAITING and len(ratios) >= MIN_INVALID_ROUNDS):
+        _rounds(call, synchronize, read_back, clock, calls, rounds, coin, seen)
+        found = _judged(seen)
+        if found.status == WAITS or (found.status == NOT_WAITING and len(seen.ratios) >= MIN_INVALID_ROUNDS):
             return found
-        if len(ratios) >= 2 * PROOF_ROUNDS:
+        if len(seen.ratios) >= 2 * PROOF_ROUNDS:
             break
-    if found.status == NOT_WAITING and len(ratios) < MIN_INVALID_ROUNDS:
-        return Proof(UNPROVEN, found.detail.replace("does not wait for all the work", "could not be proven "
-                                                    "(too few rounds to refuse it)"), found.ratio, found.proven_s)
+    if found.status == NOT_WAITING and len(seen.ratios) < MIN_INVALID_ROUNDS:
+        return replace(found, status=UNPROVEN, detail=found.detail.replace(
+            NOT_WAITING_TEXT, "synchronize() could not be proven (too few rounds to refuse it)"))
+    return found
+
+
+def _judged(seen: _Evidence) -> Proof:
+    synced_s = min(seen.synced) if seen.synced else 0.0
+    tail_status, tail_text = _tail(seen.single, seen.drawn)
+    found = _decided(sorted(seen.ratios), _median(seen.proven), _median(seen.extras), len(seen.ratios),
+                     seen.serial)
+    found = replace(found, synced_s=synced_s)
+    if tail_status == NOT_WAITING:
+        return replace(found, status=NOT_WAITING, detail=f"{NOT_WAITING_TEXT}: {tail_text}")
+    if tail_status == UNPROVEN and found.status == WAITS:
+        return replace(found, status=UNPROVEN, detail=f"synchronisation could not be proven: {tail_text}")
     return found
 
 
 def _rounds(call, synchronize, read_back, clock, calls: int, rounds: int, coin: Callable[[], float],
-            into: tuple[list[float], list[float], list[float], list[float]]) -> None:
-    ratios, proven, extras, serial = into
+            seen: _Evidence) -> None:
+    last: list[Any] = [None]
+
+    def tracked() -> Any:  # the latest output: reading it back empties the queue before a tail block
+        last[0] = call()
+        return last[0]
+
     for _ in range(rounds):
         checkpoint()
-        blocks = [_synced, _read_each, _serial]
-        random.Random(coin()).shuffle(blocks)  # the order drawn each round, the backend cannot know it
-        times = {block: block(call, synchronize, read_back, clock, calls) for block in blocks}
-        synced_s, read_s, serial_s = times[_synced][0], times[_read_each][0], times[_serial][0]
-        work_s = max(read_s - times[_read_each][1], 0.0)
-        ratios.append(work_s / max(synced_s, 1e-12))
-        proven.append(work_s / calls)
-        extras.append((work_s - serial_s) / calls)
-        serial.append(work_s / max(serial_s, 1e-12))
+        draw = random.Random(coin())  # the order and the drawn count, each round: the backend cannot know them
+        drawn = draw.randint(2, max(2, calls))
+
+        def tail(count: int, by_sync: bool) -> Callable[..., tuple[float, float]]:
+            return lambda call_, synchronize_, read_back_, clock_, _: _drained(
+                call_, synchronize_, read_back_, clock_, count, last[0], by_sync)
+
+        blocks: list[Callable[..., Any]] = [_synced, _read_each, _serial, tail(1, True), tail(1, False),
+                                            tail(drawn, True), tail(drawn, False)]
+        order = list(range(len(blocks)))
+        draw.shuffle(order)
+        times = {i: blocks[i](tracked, synchronize, read_back, clock, calls) for i in order}
+        synced_s, read_s, serial_s = times[0][0], times[1][0], times[2][0]
+        work_s = max(read_s - times[1][1], 0.0)
+        seen.ratios.append(work_s / max(synced_s, 1e-12))
+        seen.proven.append(work_s / calls)
+        seen.extras.append((work_s - serial_s) / calls)
+        seen.serial.append(work_s / max(serial_s, 1e-12))
+        seen.synced.append(synced_s / calls)
+        drawn_read_s = max(times[6][0] - times[6][1], 0.0)
+        per_call_s = drawn_read_s / drawn
+        single_read_s = max(times[4][0] - times[4][1], 0.0)
+        seen.single.append((times[3][0], single_read_s, 1, single_read_s))  # each pair scaled by its own read-back
+        seen.drawn.append((times[5][0], drawn_read_s, drawn, per_call_s))
+
+
+def _tail(single: list[tuple[float, float, int, float]], drawn: list[tuple[float, float, int, float]]
+          ) -> tuple[str, str]:
+    """Blocks from an empty queue ended by synchronize() against the same ended by reading their last
+    output back: WAITS, UNPROVEN (short in the median, not in enough rounds) or NOT_WAITING (short in
+    the median and in at least CONSISTENT of the rounds; for the single call, at least
+    TAIL_CONSISTENT of them where it is short at its fastest too: load only ever slows a block, so
+    an honest sync's fastest single call is as fast as its fastest read back)."""
+    found, texts = WAITS, []
+    for name, pairs in (("one call", single), ("a drawn number of calls", drawn)):
+        if not pairs:
+            continue
+        share = TAIL_CONSISTENT if name == "one call" else CONSISTENT
+        early = [(read_s - sync_s) / max(per_call_s, 1e-12) for sync_s, read_s, _, per_call_s in pairs]
+        short = sum((read_s - sync_s) > max(TAIL_CALLS * per_call_s, MIN_TAIL_S)
+                    for sync_s, read_s, _, per_call_s in pairs)
+        median_early = _median(early)
+        fastest_gap_s = min(p[1] for p in pairs) - min(p[0] for p in pairs)
+        at_best = fastest_gap_s > max(TAIL_CALLS * min(p[3] for p in pairs), MIN_TAIL_S) or name != "one call"
+        if median_early <= TAIL_CALLS or _median([p[1] - p[0] for p in pairs]) <= MIN_TAIL_S:
+            continue
+        text = (f"{name} from an empty queue ended by synchronize() {format_seconds(_median([p[0] for p in pairs]))}, "
+                f"by reading its last output back {format_seconds(_median([p[1] for p in pairs]))} "
+                f"({median_early:.1f} calls' work not waited for in the median; {short} of {len(pairs)} rounds short)")
+        texts.append(text)
+        if short >= share * len(pairs) and at_best:
+            found = NOT_WAITING
+        elif found == WAITS:
+            found = UNPROVEN
+    return found, "; ".join(texts)
 
 
 def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int,
@@ -168,13 +254,13 @@ def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int,
         return Proof(WAITS, f"synchronize() waits ({text})", ratio, proven_s)
     consistent = beyond >= CONSISTENT * rounds
     if consistent and ratio > SURE_RATIO:  # beyond any honest overlap: work was skipped or not waited for
-        return Proof(NOT_WAITING, f"synchronize() does not wait for all the work: {text}", ratio, proven_s)
+        return Proof(NOT_WAITING, f"{NOT_WAITING_TEXT}: {text}", ratio, proven_s)
     if serial_ratio <= LIE_RATIO:
         return Proof(WAITS, f"synchronize() waits ({text}; with synchronize() after every call "
                             f"{serial_ratio:.2f}×: the calls' lost overlap, not a sync that returns early)",
                      ratio, proven_s)
     if consistent and extra_s > MIN_EXTRA_S:
-        return Proof(NOT_WAITING, f"synchronize() does not wait for all the work: {text}; with synchronize() "
+        return Proof(NOT_WAITING, f"{NOT_WAITING_TEXT}: {text}; with synchronize() "
                                   f"after every call still {serial_ratio:.2f}× faster", ratio, proven_s)
     return Proof(UNPROVEN, f"synchronisation could not be proven on a loaded machine: {text}", ratio, proven_s)
 
@@ -194,6 +280,26 @@ def _synced(call, synchronize, read_back, clock, calls: int, each: bool = False)
 
 def _serial(call, synchronize, read_back, clock, calls: int) -> tuple[float, Any]:
     return _synced(call, synchronize, read_back, clock, calls, each=True)
+
+
+def _drained(call, synchronize, read_back, clock, calls: int, last: Any, by_sync: bool) -> tuple[float, float]:
+    """(seconds for `calls` calls from an empty queue, ended by synchronize() or by reading the last
+    output back; seconds for reading that finished output back again, 0 when ended by synchronize())."""
+    synchronize()
+    if last is not None:
+        read_back(last)  # the queue is empty whatever synchronize() does
+    start_s = clock.now()
+    out = None
+    for _ in range(calls):
+        out = call()
+    if by_sync:
+        synchronize()
+        return clock.now() - start_s, 0.0
+    read_back(out)
+    elapsed_s = clock.now() - start_s
+    start_s = clock.now()
+    read_back(out)
+    return elapsed_s, clock.now() - start_s
 
 
 def _read_each(call, synchronize, read_back, clock, calls: int) -> tuple[float, float]:
