@@ -24,7 +24,7 @@ from accelbench.workloads.base import REQUIRED_METHODS, Workload, missing_method
 SRC = Path(accelbench.__file__).resolve().parent
 # the measuring path: what the runner is given, as it is given it
 SEAM_MODULES = ("runner/execute.py", "runner/pairing.py", "runner/sync_check.py", "runner/reach.py",
-                "runner/plan.py", "timing/harness.py", "session.py", "workloads/base.py")
+                "runner/plan.py", "runner/audit.py", "timing/harness.py", "session.py", "workloads/base.py")
 SEAM_PARAMETERS = {"backend", "backends", "workload", "prepared", "store", "rigor"}
 # public entry points that take a rigor by name (resolved there, once)
 RIGOR_BY_NAME = {("session.py", "run"), ("session.py", "check_arguments"), ("session.py", "of")}

@@ -26,11 +26,13 @@ import dataclasses
 import math
 import random
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from accelbench.backends import raw_access
+from accelbench.backends.base import DeviceArray
+from accelbench.errors import Unsupported
 from accelbench.backends.placement import observe
 from accelbench.results import Check
 from accelbench.timing import quiesce
@@ -38,6 +40,7 @@ from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock
 from accelbench.timing.sync_probe import NOT_WAITING, UNPROVEN, prove
 from accelbench.units import format_seconds
+from accelbench.workloads.base import Prepared
 from accelbench.verdict import (CACHED, CHECK_FAILED, CHECKED_APART, INVALID, NOISY, PLACEMENT_CLAIMED,
                                PLACEMENT_UNOBSERVED, READ_BACK, SYNC_FAILED, SYNC_UNPROVEN, UNCHECKED, UNVERIFIED,
                                VALID, WRONG_DEVICE, Finding)
@@ -63,10 +66,11 @@ _PRIVATE = random.SystemRandom()
 class Capture:
     """The timed call, keeping what it returned (the output the check then judges)."""
 
-    def __init__(self, compute: Callable[[], Any]) -> None:
-        self.compute, self.last = compute, None
+    def __init__(self, compute: Callable[[], DeviceArray]) -> None:
+        self.compute = compute
+        self.last: DeviceArray = None
 
-    def __call__(self) -> Any:
+    def __call__(self) -> DeviceArray:
         self.last = self.compute()
         return self.last
 
@@ -78,14 +82,16 @@ class AuditResult:
     fresh_call_s: float | None = None
 
 
-def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
+def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
           calls_per_sample: int, median_s: float, overhead_s: float,
-          to_host: Callable[[Any], Any] | None = None) -> AuditResult:
+          to_host: Callable[[DeviceArray], object] | None = None) -> AuditResult:
     findings: list[Finding] = []
     fresh_s = None
     if prepared.draws_afresh and to_host is not None:
         findings += _repeated_draws(capture, synchronize, to_host)
     if prepared.check_output is None:
+        if prepared.verify is None:
+            raise Unsupported("the workload gives neither check_output nor verify: its outputs cannot be checked")
         check = prepared.verify()
         findings.append(Finding(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
                                             "(a workload gives check_output for that: workloads/rotation.py)",
@@ -106,10 +112,10 @@ def audit(prepared, capture: Capture, synchronize: Callable[[], object], clock: 
     return AuditResult(check, findings, fresh_s)
 
 
-def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host: Callable[[Any], Any]
+def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host: Callable[[DeviceArray], object]
                     ) -> list[Finding]:
     """Two timed calls of a workload that draws afresh each call cannot return identical results."""
-    def host(output: Any) -> list:
+    def host(output: DeviceArray) -> list:
         parts = output if isinstance(output, tuple) else (output,)
         return [np.asarray(to_host(part)) for part in parts]
 
@@ -125,7 +131,7 @@ def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host
     return []
 
 
-def _checked_rounds(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
+def _checked_rounds(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
                     calls_per_sample: int) -> Check:
     """Poison, a block of a drawn length, check; the first failure (or the last pass) decides.
 
@@ -140,15 +146,15 @@ def _checked_rounds(prepared, capture: Capture, synchronize: Callable[[], object
         if prepared.poison:
             prepared.poison()
         _block(capture, synchronize, clock, calls)
-        check = prepared.check_output(capture.last)
+        check = _judge(prepared)(capture.last)
         if not check.passed:
             return check
     assert check is not None
     return check
 
 
-def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
-                 to_host: Callable[[Any], Any], calls_per_sample: int, median_s: float) -> list[Finding]:
+def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
+                 to_host: Callable[[DeviceArray], object], calls_per_sample: int, median_s: float) -> list[Finding]:
     """The timed call, as timed, ended by synchronize() and by reading each output back (sync_probe.prove)."""
     if capture.last is None or isinstance(capture.last, (tuple, list, dict)):
         return []
@@ -162,7 +168,7 @@ def _sync_proven(prepared, capture: Capture, synchronize: Callable[[], object], 
             return [Finding(VALID, f"synchronisation not proven on the timed call itself: one call takes "
                                    f"{format_seconds(median_s)} (the start-of-run probe stands)", SYNC_UNPROVEN)]
 
-    def read_back(output: Any) -> object:
+    def read_back(output: DeviceArray) -> object:
         return to_host(raw_access.first_element(output))
 
     # the checks before ran numpy's BLAS (their norms): its workers spin ~0.1 s after, on the cores the
@@ -198,7 +204,7 @@ def _block(capture: Capture, synchronize: Callable[[], object], clock: Clock, ca
     return clock.now() - start_s
 
 
-def _wake(prepared, synchronize: Callable[[], object]) -> None:
+def _wake(prepared: Prepared, synchronize: Callable[[], object]) -> None:
     """Both timed calls start with the framework's pool awake (a pool asleep costs ~0.5 ms to wake,
     torch n=128: 560 µs fresh against 53 µs warm): one untimed call on inputs already seen."""
     if prepared.wake is not None:
@@ -206,7 +212,7 @@ def _wake(prepared, synchronize: Callable[[], object]) -> None:
         synchronize()
 
 
-def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
+def _fresh_calls(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
                  overhead_s: float, median_s: float = 0.0) -> tuple[Check, float, list[Finding]]:
     """Calls on inputs never seen, each then one on inputs seen before; every output checked.
 
@@ -222,18 +228,21 @@ def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], 
     BLAS thread (workloads/rotation.py): a multi-threaded one leaves OpenBLAS's workers spinning for
     ~0.1 s beside the fresh call (torch n=128: 4 ms against 0.05 ms), and waiting them out leaves the
     framework's pool asleep so long that a virtual machine may take ~10 ms to wake it."""
+    refresh = prepared.refresh
+    if refresh is None:
+        raise Unsupported("no refresh(): inputs never seen cannot be drawn")
     pairs: list[tuple[float, float]] = []
     passed = 0
     for _ in range(FRESH_ATTEMPTS):
         start_s = time.perf_counter()
-        prepared.refresh()
+        refresh()
         pause_s = min(time.perf_counter() - start_s, FRESH_PAUSE_S)
         _wake(prepared, synchronize)
         fresh_s = max(_block(capture, synchronize, clock, 1) - overhead_s, 0.0)
         time.sleep(pause_s)
         _wake(prepared, synchronize)
         warm_s = max(_block(capture, synchronize, clock, 1) - overhead_s, 0.0)
-        check = prepared.check_output(capture.last)
+        check = _judge(prepared)(capture.last)
         if not check.passed:
             return check, fresh_s, []
         pairs.append((fresh_s, warm_s))
@@ -248,11 +257,18 @@ def _fresh_calls(prepared, capture: Capture, synchronize: Callable[[], object], 
                                              "inputs or skip work", CACHED)]
 
 
+def _judge(prepared: Prepared) -> Callable[[DeviceArray], Check]:
+    """The workload's judge of a timed call's output (audit() checks apart where there is none)."""
+    if prepared.check_output is None:
+        raise Unsupported("no check_output to judge the timed calls' outputs")
+    return prepared.check_output
+
+
 def _fresh_limit(warm_s: float) -> float:
     return max(FRESH_FACTOR * warm_s, warm_s + FRESH_SLACK_S)
 
 
-def _observed(prepared, output: Any, check: Check, device: str) -> tuple[Check, list[Finding]]:
+def _observed(prepared: Prepared, output: DeviceArray, check: Check, device: str) -> tuple[Check, list[Finding]]:
     """The check with the placement read from the array; a mismatch makes the result invalid."""
     if output is None:
         return check, [Finding(VALID, "placement not observed: the timed call returned nothing to inspect",
