@@ -189,6 +189,18 @@ def test_round_trip_through_a_real_device_buffer(backend, device, dtype, pinned)
     assert backend.to_host(on_device, out=into) is into and np.array_equal(into, host)
 
 
+def test_a_read_back_keeps_no_host_copy_alive(backend, device):
+    """pyopencl's get() leaves its copy's event, which holds the host copy, on the device array: a
+    STREAM end-to-end block kept 12 read-backs of 64 MiB alive per output (issue 28)."""
+    import gc
+    import weakref
+
+    on_device = backend.from_host(np.ones(4096, dtype=np.float32), device)
+    copies = [weakref.ref(backend.to_host(on_device)) for _ in range(3)]
+    gc.collect()
+    assert not on_device.events and all(copy() is None for copy in copies)
+
+
 def test_a_pinned_copy_is_enqueued_and_finished_by_synchronize(backend, device):
     host = backend.host_buffer((1_000_003,), "float32", pinned=True, device=device)
     host[...] = 1.5

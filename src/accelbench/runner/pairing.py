@@ -5,6 +5,8 @@ After the plan has run, the measurements whose speed-ups the tables show (runner
 baselines, the device, its end-to-end trip and the other dtypes of one problem), and timed in
 rounds: each round runs one block of every side, forward in even rounds and backward in odd ones
 (A B | B A | A B ...), so a load that comes and goes, or drifts, hits both sides of a pair alike.
+A group whose instances would not fit in memory together is timed in parts that each repeat its
+baseline (runner/pairing_parts.py): only a part's instances are prepared at once.
 A block is the harness's block (timing/harness.py `_Run.block_s`): synchronise, read the clock,
 the calls, synchronise, read the clock; the same number of calls the measurement settled on.
 Before a block whose thread pool differs from the previous block's, this process's other threads
@@ -34,6 +36,7 @@ from accelbench.results import Measurement, PairedSamples
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture
 from accelbench.runner.sinks import SpeedupSink
+from accelbench.runner.pairing_parts import group_params, instance_key, parts
 from accelbench.runner.speedups import CROSS_TALK, MIN_PAIRS, Wanted, wanted_speedups
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
@@ -50,7 +53,7 @@ SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
 # a group whose rounds would pass the budget still gets MIN_PAIRS rounds if they fit in this many budgets
 STRETCH = 4.0
 WARM_S = 0.005   # untimed calls before a block fill at most this long: a scheduler tick or more
-MEMORY_FRACTION = 0.4  # a group's inputs together must fit in this share of the host's memory
+MEMORY_FRACTION = 0.4  # a part's inputs together must fit in this share of the host's memory
 
 
 @dataclass
@@ -170,7 +173,23 @@ def rounds_within(round_s: float, budget_s: float, rigor: Rigor) -> int:
 
 def pair_group(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: Rigor, *, seed: int,
                clock: Clock | None = None) -> list[PairedSamples]:
-    """The paired rounds of one group's speed-ups, or each with the reason it was not paired."""
+    """The paired rounds of one group's speed-ups, or each with the reason it was not paired; part
+    by part (runner/pairing_parts.py), so the instances prepared at once fit in memory together.
+    An instance the next part also times (the baseline) stays prepared; the others are released."""
+    found: dict[int, PairedSamples] = {}
+    prepared = _Prepared(backends, seed)
+    try:
+        for part in parts(items):
+            prepared.keep_only({instance_key(m) for w in part for m in (w.baseline, w.candidate)})
+            found.update(zip(map(id, part), _pair_part(part, prepared, rigor, clock=clock)))
+    finally:
+        prepared.release()
+    return [found[id(w)] for w in items]
+
+
+def _pair_part(items: Sequence[Wanted], prepared: _Prepared, rigor: Rigor, *,
+               clock: Clock | None = None) -> list[PairedSamples]:
+    """The paired rounds of one part's speed-ups, its instances prepared together."""
     sides: dict[tuple[int, str], Measurement] = {}
     for w in items:
         sides.setdefault((id(w.baseline), w.baseline_phase), w.baseline)
@@ -184,13 +203,13 @@ def pair_group(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: 
                                 f"(rigor {rigor.name})")
     try:
         with deadline.spec_scope():
-            times, notes = _timed_rounds(list(sides.items()), backends, rounds, seed, clock)
+            times, notes = _timed_rounds(list(sides.items()), prepared, rounds, clock)
     except TimedOut as exc:
         return _unpaired(items, f"not paired: {exc}")
     except Unsupported as exc:
         return _unpaired(items, f"not paired: {exc}")
     except MemoryError:
-        return _unpaired(items, "not paired: out of memory with the group's inputs prepared together")
+        return _unpaired(items, "not paired: out of memory with the part's inputs prepared together")
     except Exception as exc:  # noqa: BLE001 - a failed pairing leaves the unpaired ratio, the run goes on
         return _unpaired(items, f"not paired: {type(exc).__name__}: {exc}")
     found = []
@@ -211,14 +230,14 @@ def _unpaired(items: Sequence[Wanted], note: str) -> list[PairedSamples]:
 
 class _Prepared:
     """One workload instance per spec without its thread count (numpy on 1 and on all threads
-    share it): prepared once for the group, released after."""
+    share it): prepared once for the group's parts that time it, released after the last."""
 
     def __init__(self, backends: Mapping[str, Backend], seed: int) -> None:
         self.backends, self.seed = backends, seed
         self.by_spec: dict[tuple, tuple[Prepared, Capture, Backend]] = {}   # key -> (prepared, capture, backend)
 
     def get(self, m: Measurement) -> tuple[Prepared, Capture, Backend]:
-        key = (m.spec.workload, m.spec.backend, m.spec.device, group_params(m))
+        key = instance_key(m)
         if key not in self.by_spec:
             backend = self.backends[m.spec.backend]
             prepared = get_workload(m.spec.workload).prepare(backend, m.spec.device, dict(group_params(m)), self.seed)
@@ -227,33 +246,30 @@ class _Prepared:
                 raise Unsupported(f"{m.spec.workload} times itself (one synchronised batch per sample)")
         return self.by_spec[key]
 
-    def release(self) -> None:
-        for prepared, _, _ in self.by_spec.values():
+    def keep_only(self, keys: set) -> None:
+        """Release the instances not under `keys`."""
+        for key in [k for k in self.by_spec if k not in keys]:
+            prepared, _, _ = self.by_spec.pop(key)
             if prepared.release:
                 prepared.release()
 
+    def release(self) -> None:
+        self.keep_only(set())
 
-def group_params(m: Measurement) -> tuple:
-    return tuple((k, v) for k, v in m.spec.params if k != "threads")
 
-
-def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], backends: Mapping[str, Backend], rounds: int, seed: int,
+def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], prepared: _Prepared, rounds: int,
                   clock: Clock | None) -> tuple[dict[tuple[int, str], list[float]], dict[tuple[int, str], str]]:
     """Each side's seconds per call per round, and each side's cross-talk note ('' for none)."""
     _check_memory([m for _, m in sides])
-    prepared = _Prepared(backends, seed)
     cross_talk = CrossTalk([[] for _ in sides])
-    try:
-        timed = [_timed_side(m, phase, *prepared.get(m)) for (_, phase), m in sides]
-        for instance, _, _ in prepared.by_spec.values():
-            if instance.poison:
-                instance.poison()
-        run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
-        per_call_s = run_rounds(timed, rounds, clock, cross_talk=cross_talk)
-        for instance, capture, _ in prepared.by_spec.values():
-            _check(instance, capture)
-    finally:
-        prepared.release()
+    timed = [_timed_side(m, phase, *prepared.get(m)) for (_, phase), m in sides]
+    for instance, _, _ in prepared.by_spec.values():
+        if instance.poison:
+            instance.poison()
+    run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
+    per_call_s = run_rounds(timed, rounds, clock, cross_talk=cross_talk)
+    for instance, capture, _ in prepared.by_spec.values():
+        _check(instance, capture)
     keys = [key for key, _ in sides]
     return dict(zip(keys, per_call_s)), {key: cross_talk.note(i) for i, key in enumerate(keys)}
 
@@ -291,8 +307,8 @@ def _check_memory(measurements: list[Measurement]) -> None:
         host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return
-    specs = {(m.spec.workload, m.spec.backend, m.spec.device, group_params(m)) for m in measurements}
+    specs = {instance_key(m) for m in measurements}
     need = sum(get_workload(w).footprint_bytes(dict(p)) for w, _, _, p in specs)
     if need > MEMORY_FRACTION * host_bytes:
-        raise Unsupported(f"the group's inputs together need {need / 2**30:.1f} GiB, over "
+        raise Unsupported(f"the part's inputs together need {need / 2**30:.1f} GiB, over "
                           f"{MEMORY_FRACTION:.0%} of this machine's memory")

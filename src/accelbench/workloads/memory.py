@@ -5,14 +5,18 @@ the memory bandwidth ceiling; an unfused implementation that makes extra passes 
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
+from accelbench.workloads import host_side
 from accelbench.workloads.base import Workload
+from accelbench.workloads.host_side import elementwise_reference
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
-from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, relative_norm_error, tolerance
+from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, tolerance
 
 SCALAR = 3.0
 # kernel -> (arrays read, arrays written, flops per element)
@@ -34,20 +38,24 @@ class _ArrayWorkload(Workload):
         # two input sets in turn, and a third made fresh for the check (runner/audit.py)
         return 3 * (self.inputs + 1) * params["n"] * ITEMSIZE[params["dtype"]]
 
-    def _prepared(self, backend, device, params, seed, op, expected, limit, what, with_out=True):
-        """`op(variant)` is the timed call; `expected(host float64 inputs)` its reference."""
-        dtype = params["dtype"]
+    def _prepared(self, backend, device, params, seed, op, reference, limit, what, with_out=True):
+        """`op(variant)` is the timed call; `reference(host inputs)` its float64 reference. The host
+        inputs and the reference are shared with any other instance of the problem still holding
+        them (workloads/host_side.py: the paired rounds prepare the baseline and a device together)."""
+        dtype, n = params["dtype"], params["n"]
         if dtype not in backend.dtypes(device) or dtype not in NUMPY_DTYPE:
             raise Unsupported(f"{backend.name} has no {dtype} on {device}")
 
         def make(index: int) -> Variant:
-            hosts = [host_inputs((params["n"],), seed + index * SEED_STRIDE + i, dtype) for i in range(self.inputs)]
-            out = backend.empty((params["n"],), dtype, device) if with_out else None
+            seeds = [seed + index * SEED_STRIDE + i for i in range(self.inputs)]
+            hosts = [host_side.shared(("host", n, dtype, s), partial(host_inputs, (n,), s, dtype)) for s in seeds]
+            out = backend.empty((n,), dtype, device) if with_out else None
             return Variant([backend.from_host(h, device) for h in hosts],
-                           np.atleast_1d(expected(*(h.astype(np.float64) for h in hosts))), out=out, hosts=hosts)
+                           host_side.shared((self.name, what, n, dtype, tuple(seeds)), lambda: reference(hosts)),
+                           out=out, hosts=hosts)
 
         def judge(output, variant: Variant):
-            error = relative_norm_error(np.atleast_1d(backend.to_host(output)), variant.reference)
+            error = host_side.relative_error(np.atleast_1d(backend.to_host(output)), variant.reference)
             return make_check(error, limit(variant), backend.location(output), device, what)
 
         rotation = Rotation(make, judge, typed=True)
@@ -89,7 +97,8 @@ class Stream(_ArrayWorkload):
         }
         op, expected = calls[kernel]
         limit = tolerance(params["dtype"], terms=1)
-        return self._prepared(backend, device, params, seed, op, expected, lambda v: limit, f"stream {kernel}")
+        return self._prepared(backend, device, params, seed, op, lambda hosts: elementwise_reference(expected, hosts),
+                              lambda v: limit, f"stream {kernel}")
 
 
 class Reduce(_ArrayWorkload):
@@ -109,11 +118,12 @@ class Reduce(_ArrayWorkload):
 
         def scaled_limit(variant):
             # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead
-            values = variant.hosts[0].astype(np.float64)
-            return limit * float(np.abs(values).sum()) / max(abs(float(variant.reference[0])), 1e-300)
+            magnitude = host_side.sum_float64(variant.hosts[0], absolute=True)
+            return limit * magnitude / max(abs(float(variant.reference[0])), 1e-300)
 
         return self._prepared(backend, device, params, seed, lambda v: backend.total(v.inputs[0]),
-                              lambda a: a.sum(), scaled_limit, "sum", with_out=False)
+                              lambda hosts: np.atleast_1d(host_side.sum_float64(hosts[0])), scaled_limit, "sum",
+                              with_out=False)
 
 
 class Elementwise(_ArrayWorkload):
@@ -131,4 +141,5 @@ class Elementwise(_ArrayWorkload):
     def prepare(self, backend, device, params, seed):
         limit = tolerance(params["dtype"], terms=1)
         return self._prepared(backend, device, params, seed, lambda v: backend.elementwise(v.inputs[0], v.out),
-                              lambda a: a * a + a, lambda v: limit, "a·a + a")
+                              lambda hosts: elementwise_reference(lambda a: a * a + a, hosts), lambda v: limit,
+                              "a·a + a")
