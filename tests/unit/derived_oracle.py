@@ -267,6 +267,13 @@ class Figure:
     both_valid: bool = False     # both sides plainly valid: their medians are a reference
     any_noisy: bool = False      # a side is noisy: its median may or may not be a reference
     band: tuple[float, float, float, float] = (-math.inf, math.inf, -math.inf, math.inf)  # unpaired ends' bands
+    shifts: tuple[float, float] = (1.0, 1.0)   # each side's rounds median / its own median
+
+    @property
+    def slow_own(self) -> bool:
+        """No side slower in the rounds than in its own measurement (beyond SLACK), one faster: its own
+        measurement ran slow, and the paired figure stands."""
+        return max(self.shifts) <= 1 + SLACK and min(self.shifts) < 1 / (1 + SLACK)
 
     @property
     def order_effect(self) -> bool:
@@ -281,8 +288,8 @@ class Figure:
         if self.cross_talk or self.order_effect:
             return True
         if self.both_valid:
-            return self.disagreement > 1
-        if self.any_noisy and self.gross:
+            return self.disagreement > 1 and not self.slow_own
+        if self.any_noisy and self.gross and not self.slow_own:
             return True
         if self.any_noisy and self.disagreement > 1:
             return None
@@ -330,7 +337,8 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
                   cross_talk=rounds.note.startswith("cross-talk:"), order_gap=gap, order_p=p,
                   disagreement=distance / allowed if math.isfinite(allowed) else 0.0,
                   both_valid=baseline.verdict == "valid" and candidate.verdict == "valid",
-                  any_noisy="noisy" in (baseline.verdict, candidate.verdict))
+                  any_noisy="noisy" in (baseline.verdict, candidate.verdict),
+                  shifts=(median(rounds.baseline_s) / median(own_b), median(rounds.candidate_s) / median(own_c)))
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,9 @@ class SpeedupCI(stats.RatioCI):
 
     @property
     def method(self) -> str:
-        return PAIRED_METHOD if self.paired else (self.note or UNPAIRED_NOTE)
+        if self.paired:
+            return f"{PAIRED_METHOD}; {self.note}" if self.note else PAIRED_METHOD
+        return self.note or UNPAIRED_NOTE
 
     def basis(self) -> str:
         """'16 pairs' or 'unpaired', for the tables."""
@@ -93,14 +95,16 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     stands = median_stands(w.baseline, w.baseline_phase) and median_stands(w.candidate, w.candidate_phase)
     reference = medians if stands else None
     loose = medians if not stands and w.baseline.valid and w.candidate.valid else None
+    sides = ((w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
+             (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]))
     reason = paired.note if paired.note.startswith(CROSS_TALK) else paired_check.contamination(
-        ratio, reference,
-        (w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
-        (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]), loose=loose)
+        ratio, reference, *sides, loose=loose)
     if reason:
         return dataclasses.replace(ratio, contaminated=reason)
     if reference is None:
         return ratio
+    if paired_check.disagreement(ratio, reference) > 1:  # it stands because a side's own measurement ran slow
+        return dataclasses.replace(ratio, note=paired_check.slow_own_measurement(*sides))
     # two derivations of one figure that agree only within the slack: their gap is uncertainty too
     # (a state of the machine that moved between the measurements and the rounds), so the interval
     # holds both, and a verdict needs both
