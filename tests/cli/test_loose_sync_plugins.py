@@ -42,7 +42,10 @@ def _text(reason) -> str:
     return reason["text"] if isinstance(reason, dict) else reason
 
 
-@pytest.mark.parametrize("workload", [("stream", "--sizes", "65536", "--dtype", "float64"),
+# calls whose work outweighs a worker thread's hand-off: at stream n=2^16 (a 90 µs call, most of it the
+# hand-off) burst_sync_4 gains 1.97× on a quiet machine, within what an honest runtime's overlap can
+# gain, and stays noisy (unproven: no ceiling, no verdict) rather than invalid (docs/truth.md)
+@pytest.mark.parametrize("workload", [("stream", "--sizes", "1048576", "--dtype", "float64"),
                                       ("matmul", "--sizes", "256", "--dtype", "float32")])
 def test_a_sync_that_leaves_the_last_calls_pending_is_invalid(site, tmp_path, workload):
     db = tmp_path / "r.sqlite"
