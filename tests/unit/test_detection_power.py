@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversary import WORKLOADS, measure, sweep, trial, worst_undetected  # noqa: E402
 from mutants import ASYNC_KINDS  # noqa: E402
 
-from accelbench.verdict import INVALID, UNVERIFIED  # noqa: E402
+from accelbench.verdict import INVALID, UNVERIFIED, VALID  # noqa: E402
 
 LIMIT = 1.25
 # (mutation, workload): why its inflation is bounded otherwise (docs/truth.md, "What slips through")
@@ -33,10 +33,19 @@ FAST = [
 
 @pytest.mark.parametrize("kind, workload, size", FAST)
 def test_each_mutation_is_invalid_where_it_inflates(kind, workload, size):
-    """Invalid; or, for what only timing shows, at least unproven on a loaded machine (never valid)."""
-    t = trial(kind, workload, WORKLOADS[workload][size], 4.0, honest_s=1.0)
-    assert t.status == INVALID or (t.flagged and (kind in ASYNC_KINDS or kind.startswith("opaque"))), \
-        (t.status, t.reasons)
+    """Invalid; or, for what only timing shows, at least unproven on a loaded machine (never valid).
+
+    A check that rests on timing can miss under a busy core (partial_wait on matmul: 2 of 12 trials
+    beside a spinning process came out noisy for the load alone, 6 of 12 before the sync tail), so up
+    to three trials: none may be a valid rate, one must be caught. docs/truth.md gives the rates."""
+    seen = []
+    for _ in range(3):
+        t = trial(kind, workload, WORKLOADS[workload][size], 4.0, honest_s=1.0)
+        assert t.status != VALID, (t.status, t.reasons)
+        seen.append((t.status, t.reasons))
+        if t.status == INVALID or (t.flagged and (kind in ASYNC_KINDS or kind.startswith("opaque"))):
+            return
+    pytest.fail(f"not caught in 3 trials: {seen}")
 
 
 @pytest.mark.parametrize("workload", ["matmul", "stream", "reduce"])  # all five: the slow sweep

@@ -40,10 +40,16 @@ def test_a_float64_sum_kept_in_float32_fails_at_large_n():
     assert abs(float(np.sum(x)) - exact) / abs(exact) <= limit
 
 
+THIRD = 4096
+SIZE = 3 * THIRD
+
+
 def _rotation(make_output, fill_calls: list) -> Rotation:
     def make(index):
-        host = np.random.default_rng(index).uniform(-1, 1, 64)
-        return Variant([host.copy()], host * 2, out=np.empty(64), hosts=[host])
+        # 3 × 4096 elements: a scattered poison (one in 512) puts 24 in it, so one third rewritten
+        # leaves some of them (with 64 elements, one poisoned element fell in it a third of the time)
+        host = np.random.default_rng(index).uniform(-1, 1, SIZE)
+        return Variant([host.copy()], host * 2, out=np.empty(SIZE), hosts=[host])
 
     def judge(output, variant):
         from accelbench.workloads.verify import make_check
@@ -67,7 +73,7 @@ def test_poison_goes_around_the_backend_and_a_partial_rewrite_shows():
 
     def partial(v):  # rewrites a third of its output per call: after a poison, one call leaves NaN
         calls["n"] += 1
-        third = slice(22 * (calls["n"] % 3), 22 * (calls["n"] % 3 + 1))
+        third = slice(THIRD * (calls["n"] % 3), THIRD * (calls["n"] % 3 + 1))
         v.out[third] = v.inputs[0][third] * 2
         return v.out
 
