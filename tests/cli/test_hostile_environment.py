@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from error_lines import one_error_line
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, fd redirections, /dev/null")
 
@@ -31,13 +32,6 @@ def _in_bash(script: str, **kwargs) -> subprocess.CompletedProcess:
     command = " ".join(ACCELBENCH)
     return subprocess.run(["bash", "-c", f"A='{command}'; {script}"], capture_output=True, text=True,
                           timeout=LIMIT_S, check=False, errors="backslashreplace", **kwargs)
-
-
-def _one_error_line(done: subprocess.CompletedProcess, command: str) -> str:
-    assert "Traceback" not in done.stderr, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"accelbench {command}: error: "), done.stderr
-    return last
 
 
 @pytest.fixture
@@ -63,7 +57,7 @@ def test_a_table_into_a_pipe_whose_reader_has_gone_ends_with_141_and_says_nothin
 def test_standard_output_closed_at_start_up_is_one_line_not_a_traceback(db):
     done = _in_bash(f"exec 1>&-; $A runs --json --db {db}")
     assert done.returncode == 2
-    assert "cannot write standard output: Bad file descriptor" in _one_error_line(done, "runs")
+    assert "cannot write standard output: Bad file descriptor" in one_error_line(done, "runs")
 
 
 def test_an_error_with_standard_error_closed_never_lands_in_standard_output(tmp_path):
@@ -86,14 +80,14 @@ def test_a_fifo_or_a_device_as_the_database_is_refused_at_once(tmp_path):
     for path, command in ((fifo, "runs"), (fifo, "run"), ("/dev/null", "runs")):
         args = ["reduce", "--backend", "numpy", "--device", "cpu", "--sizes", "1000"] if command == "run" else []
         done = _cli(command, *args, "--db", str(path))
-        assert done.returncode == 2 and "not a regular file" in _one_error_line(done, command)
+        assert done.returncode == 2 and "not a regular file" in one_error_line(done, command)
 
 
 def test_importing_a_fifo_is_refused_at_once(db, tmp_path):
     fifo = tmp_path / "runs.json"
     os.mkfifo(fifo)
     done = _cli("import", str(fifo), "--db", str(db))
-    assert done.returncode == 2 and "not a regular file" in _one_error_line(done, "import")
+    assert done.returncode == 2 and "not a regular file" in one_error_line(done, "import")
 
 
 def test_a_fifo_as_the_settings_file_is_refused_at_once(tmp_path):
@@ -101,7 +95,7 @@ def test_a_fifo_as_the_settings_file_is_refused_at_once(tmp_path):
     folder.mkdir(parents=True)
     os.mkfifo(folder / "settings.toml")
     done = _cli("setup", "--show", env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")})
-    assert done.returncode == 2 and "not a regular file" in _one_error_line(done, "setup")
+    assert done.returncode == 2 and "not a regular file" in one_error_line(done, "setup")
 
 
 def _manifest(folder: Path) -> Path:
@@ -121,7 +115,7 @@ def test_a_fifo_as_the_job_manifest_is_refused_at_once(db, tmp_path, command):
     folder.mkdir()
     os.mkfifo(folder / "manifest.json")
     done = _cli(command, str(folder), "--db", str(db))
-    assert done.returncode == 2 and "not a regular file" in _one_error_line(done, command)
+    assert done.returncode == 2 and "not a regular file" in one_error_line(done, command)
 
 
 # -- files planted in a results folder --------------------------------------------------------------
@@ -146,7 +140,7 @@ def test_a_planted_manifest_lock_is_refused_before_any_job_is_sent(tmp_path, fak
     else:
         (folder / ".manifest.lock").symlink_to(outside)
     done = _cli("submit", "reduce", "--results-dir", str(folder), env=env)
-    assert done.returncode == 2 and "cannot lock the job manifest" in _one_error_line(done, "submit")
+    assert done.returncode == 2 and "cannot lock the job manifest" in one_error_line(done, "submit")
     assert not mark.exists() and not outside.exists()  # no job sbatch took went unrecorded
 
 
@@ -156,7 +150,7 @@ def test_the_fleet_page_is_never_written_onto_the_database(tmp_path):
     database = Path(shutil.copy(V1, folder / "index.html"))
     before = database.read_bytes()
     done = _cli("fleet", str(folder), "--db", str(database), "--html", str(folder))
-    assert done.returncode == 2 and "which this command reads" in _one_error_line(done, "fleet")
+    assert done.returncode == 2 and "which this command reads" in one_error_line(done, "fleet")
     assert database.read_bytes()[:16] == b"SQLite format 3\x00" and len(database.read_bytes()) >= len(before)
 
 
@@ -175,7 +169,7 @@ def test_the_fleet_page_into_a_read_only_folder_is_one_line(db, tmp_path):
         done = _cli("fleet", str(folder), "--db", str(db), "--html", str(media / "page"))
     finally:
         subprocess.run(["umount", str(media)], check=False)
-    assert done.returncode == 2 and "Read-only file system" in _one_error_line(done, "fleet")
+    assert done.returncode == 2 and "Read-only file system" in one_error_line(done, "fleet")
 
 
 # -- text from outside ------------------------------------------------------------------------------

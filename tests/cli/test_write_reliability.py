@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from error_lines import one_error_line
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="ulimit, /dev/full and mounts")
 
@@ -27,13 +28,6 @@ def _cli(*args: str, env: dict | None = None, cwd: Path | None = None, shell_pre
         command += f" > {shlex.quote(stdout_to)}"
     return subprocess.run(["bash", "-c", f"trap '' XFSZ; {shell_prefix} exec {command}"], capture_output=True,
                           text=True, timeout=240, check=False, env=env, cwd=cwd, errors="backslashreplace")
-
-
-def _one_error_line(done: subprocess.CompletedProcess, command: str) -> str:
-    assert "Traceback" not in done.stderr, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"accelbench {command}: error: "), done.stderr
-    return last
 
 
 @pytest.fixture
@@ -54,7 +48,7 @@ def _run_ids(db: Path) -> list[str]:
 def test_export_onto_the_database_itself_is_refused_and_the_results_stay(db):
     before = _run_ids(db)
     done = _cli("export", "latest", "--db", str(db), "-o", str(db))
-    assert done.returncode == 2 and "which this command reads" in _one_error_line(done, "export")
+    assert done.returncode == 2 and "which this command reads" in one_error_line(done, "export")
     assert _run_ids(db) == before and len(before) == 2
 
 
@@ -65,20 +59,20 @@ def test_report_never_writes_through_a_planted_link(db, tmp_path):
     folder.mkdir()
     (folder / "report.html").symlink_to(outside)
     done = _cli("report", "-o", str(folder), "--db", str(db))
-    assert done.returncode == 2 and "symbolic link" in _one_error_line(done, "report")
+    assert done.returncode == 2 and "symbolic link" in one_error_line(done, "report")
     assert outside.read_text() == "keep me" and (folder / "report.html").is_symlink()
 
 
 def test_export_to_standard_output_under_a_size_limit_fails_in_one_line(db, tmp_path):
     done = _cli("export", "--all", "--db", str(db), shell_prefix="ulimit -f 4;", stdout_to=str(tmp_path / "out.json"))
     assert done.returncode == 2
-    assert "cannot write standard output: File too large" in _one_error_line(done, "export")
+    assert "cannot write standard output: File too large" in one_error_line(done, "export")
 
 
 def test_export_to_a_file_under_a_size_limit_leaves_nothing_under_its_name(db, tmp_path):
     target = tmp_path / "out.json"
     done = _cli("export", "--all", "--db", str(db), "-o", str(target), shell_prefix="ulimit -f 4;")
-    assert done.returncode == 2 and "nothing was written under that name" in _one_error_line(done, "export")
+    assert done.returncode == 2 and "nothing was written under that name" in one_error_line(done, "export")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("results.sqlite")) == []
 
 
@@ -101,18 +95,18 @@ def full_disk(tmp_path):
 def test_export_to_standard_output_on_a_full_disk_fails_in_one_line(db, full_disk):
     done = _cli("export", "--all", "--db", str(db), stdout_to=str(full_disk / "out.json"))
     assert done.returncode == 2  # was 0, with a cut-short document and nothing on stderr
-    assert "cannot write standard output: No space left on device" in _one_error_line(done, "export")
+    assert "cannot write standard output: No space left on device" in one_error_line(done, "export")
 
 
 def test_export_to_a_file_on_a_full_disk_leaves_nothing_under_its_name(db, full_disk):
     done = _cli("export", "--all", "--db", str(db), "-o", str(full_disk / "out.json"))
-    assert done.returncode == 2 and "No space left on device" in _one_error_line(done, "export")
+    assert done.returncode == 2 and "No space left on device" in one_error_line(done, "export")
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
 
 
 def test_a_table_into_a_full_device_is_one_line(db):
     done = _cli("runs", "--db", str(db), stdout_to="/dev/full")
-    assert done.returncode == 2 and "No space left on device" in _one_error_line(done, "runs")
+    assert done.returncode == 2 and "No space left on device" in one_error_line(done, "runs")
 
 
 def test_a_closed_pipe_stays_quiet(db):
@@ -136,13 +130,13 @@ def test_submit_dry_run_from_a_read_only_folder_is_one_line(tmp_path):
         done = _cli("submit", "reduce", "--dry-run", cwd=folder)
     finally:
         subprocess.run(["umount", str(folder)], check=False)
-    assert done.returncode == 2 and "Read-only file system" in _one_error_line(done, "submit")
+    assert done.returncode == 2 and "Read-only file system" in one_error_line(done, "submit")
 
 
 def test_submit_dry_run_with_a_results_folder_under_a_file_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
     done = _cli("submit", "reduce", "--dry-run", "--results-dir", str(tmp_path / "afile" / "results"))
-    assert done.returncode == 2 and "is a file, not a folder" in _one_error_line(done, "submit")
+    assert done.returncode == 2 and "is a file, not a folder" in one_error_line(done, "submit")
 
 
 # -- 3. text from outside -------------------------------------------------------------------------
@@ -167,7 +161,7 @@ def test_lone_surrogates_in_an_import_and_undecodable_tags_are_stored_and_shown(
 
 def test_importing_a_device_file_is_refused_at_once(db):
     done = _cli("import", "/dev/zero", "--db", str(db))
-    assert done.returncode == 2 and "not a regular file" in _one_error_line(done, "import")
+    assert done.returncode == 2 and "not a regular file" in one_error_line(done, "import")
 
 
 def test_a_run_under_a_narrow_output_encoding_ends_normally(tmp_path):
