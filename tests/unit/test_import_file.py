@@ -318,6 +318,10 @@ def _children(pid: int) -> set[int]:
         return set()
 
 
+# slow tier: a race with the commit's window. Alone beside a busy core it passes (3 of 3); inside the
+# whole fast tier beside a busy core it missed the window in 5 of 5 attempts (fresh clones, 08:21).
+# The fault sweep (tests/fault_sweep.py) covers interrupted imports deterministically, by SIGKILL.
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
 def test_ctrl_c_during_an_import_stores_nothing_and_leaves_no_row_builder(tmp_path):
     """Ctrl-C while the rows of a large file arrive from the forked builder: exit 130, the
