@@ -271,3 +271,45 @@ def test_slow_rounds_still_get_the_minimum_pairs_within_a_stretched_budget():
     slow = pairing.STRETCH * 1.0 / MIN_PAIRS
     assert pairing.rounds_within(slow * 0.99, 1.0, quick) == MIN_PAIRS                # past the budget, within the stretch
     assert pairing.rounds_within(slow * 1.01, 1.0, quick) == 0                        # beyond it: unpaired
+
+
+class SlowOnOneThreadWhileFlagged(NumpyBackend):
+    """One side (1 thread) slowed 3× while `slowed` says so: a transient, or cross-talk that stays."""
+
+    name = "numpy"
+    slowed = False
+
+    def matmul(self, a, b, out=None):
+        result = super().matmul(a, b, out)
+        if self.slowed and self._cpu_threads == 1:
+            super().matmul(a, b, out)
+            super().matmul(a, b, out)
+        return result
+
+
+@pytest.mark.parametrize("transient", [True, False])
+def test_contaminated_rounds_are_timed_once_more_and_only_the_second_count(monkeypatch, transient):
+    honest = NumpyBackend()
+    one, two = _measured(honest, 1, n=96), _measured(honest, 2, n=96)
+    assert one.valid and two.valid
+    backend = SlowOnOneThreadWhileFlagged()
+    calls = []
+    real = pairing.pair_group
+
+    def counted(items, *args, **kwargs):
+        backend.slowed = not calls or not transient  # the first rounds always; the second only if it stays
+        calls.append(items)
+        return real(items, *args, **kwargs)
+
+    monkeypatch.setattr(pairing, "pair_group", counted)
+    store = _List()
+    pairing.pair_speedups([one, two], {"numpy": backend}, store, "run", RIGORS["quick"], seed=3)
+    assert len(calls) == 2 and store
+    from accelbench.runner.speedups import REPAIRED, Speedups, wanted_speedups
+    wanted = wanted_speedups([one, two])
+    ratios = Speedups(store).ratios(wanted)
+    if transient:
+        assert all(p.note.startswith(REPAIRED) and "contaminated" in p.note for p in store)
+        assert all(r is not None and not r.contaminated and REPAIRED in r.method for r in ratios)
+    else:
+        assert all(r is not None and r.contaminated for r in ratios)

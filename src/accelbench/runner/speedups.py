@@ -32,6 +32,7 @@ VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, sam
 KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
+REPAIRED = "paired twice:"  # ... and one whose rounds were timed again after contaminated first rounds
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
 # noisy reasons that say a timing itself was moved: the harness's and the contention monitor's kinds
 TIMING_MOVED = DISTURBING | {OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED}
@@ -101,10 +102,12 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
         ratio, reference, *sides, loose=loose)
     if reason:
         return dataclasses.replace(ratio, contaminated=reason)
+    if paired.note.startswith(REPAIRED):
+        ratio = dataclasses.replace(ratio, note=paired.note)
     if reference is None:
         return ratio
     if paired_check.disagreement(ratio, reference) > 1:  # it stands because a side's own measurement ran slow
-        return dataclasses.replace(ratio, note=paired_check.slow_own_measurement(*sides))
+        return dataclasses.replace(ratio, note="; ".join(filter(None, (ratio.note, paired_check.slow_own_measurement(*sides)))))
     # two derivations of one figure that agree only within the slack: their gap is uncertainty too
     # (a state of the machine that moved between the measurements and the rounds), so the interval
     # holds both, and a verdict needs both
