@@ -180,6 +180,9 @@ def test_a_database_on_read_only_media_can_be_read(tmp_path):
                         ["report", "latest", "-o", str(tmp_path / "report")], ["ceilings"]):
             done = _cli(*command, "--db", str(db))
             assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+        # the fleet view with nothing to gather only reads: it gets as far as finding no submission there
+        fleet = _cli("fleet", "--json", "--db", str(db))
+        assert fleet.returncode == 2 and "gathered from `accelbench submit --each-node`" in fleet.stderr, fleet.stderr
         written = _cli("import", str(tmp_path / "none.json"), "--db", str(db))
         assert written.returncode == 2 and "Traceback" not in written.stderr
     finally:

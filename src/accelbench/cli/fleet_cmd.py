@@ -88,11 +88,12 @@ def run(args) -> int:
         from accelbench.cli.submit_cmd import report_checks
 
         return report_checks(folder, checks, None, checks[-1].submission, as_json=args.json)
-    with Store(args.db) as store:
+    gathering = manifest_path(folder).exists()  # gathering imports runs; the fleet view alone only reads
+    with Store(args.db, create=gathering) as store:
         inputs = database_files(store.path)
         if args.html:  # a planted link or the database itself: refused before gathering
             check_target(Path(args.html) / "index.html", inputs)
-        if manifest_path(folder).exists():
+        if gathering:
             from accelbench.cluster.gather import gather, select
             from accelbench.cluster.manifest import load_manifest
 
