@@ -22,15 +22,16 @@ from accelbench.errors import UsageError
 from accelbench.results import Measurement, PairedSamples, Skip, Spec
 from accelbench.runner import deadline
 from accelbench.report.analysis import Row, analyse
-from accelbench.runner.execute import Outcome, TrustContext, execute
+from accelbench.runner.execute import Outcome, TrustContext, execute, measure_again
 from accelbench.runner.plan import MAX_SIZE, Plan, PlanItem, build_plan
 from accelbench.runner.reach import unreached_records
-from accelbench.runner.sinks import SpeedupSink
 from accelbench.timing.rigor import Rigor, get_rigor
 from accelbench.vocabulary import DEFAULT_SEED, usable_cpus
 
 if TYPE_CHECKING:
     from accelbench.devices.inventory import Inventory
+    from accelbench.store.db import Store
+    from accelbench.telemetry.sampler import TelemetrySampler
 
 # what an invalid result has no figure for in to_pandas(): its time and rate count nowhere
 NOT_COUNTED = ("median_s", "ci_low_s", "ci_high_s", "relative_spread", "rate", "percent_of_measured_peak",
@@ -224,7 +225,10 @@ def run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:
                               on_done=reference.after_each(config.on_done), debug=config.debug, sampler=sampler,
                               trust=TrustContext(devices={d.id: d for d in inventory.devices}))
             if not outcome.interrupted:
-                outcome.interrupted = _paired_rounds(outcome, usable, store, run_id, rigor, seed)
+                trust = TrustContext(devices={d.id: d for d in inventory.devices})
+                outcome.interrupted = _paired_rounds(outcome, usable, store, run_id, rigor, seed,
+                                                     lambda m: _measured_again(plan, m, usable, rigor, seed, sampler,
+                                                                               trust))
         paired = store.speedups(run_id)  # what was stored, also when a stop came during pairing
         if not outcome.interrupted:
             machine[machine_reference.KEY] = reference.end()
@@ -236,16 +240,29 @@ def run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:
                       rigor.name, paired, started_at=started_at)
 
 
-def _paired_rounds(outcome: Outcome, backends: Mapping[str, Backend], store: SpeedupSink, run_id: str, rigor: Rigor,
-                   seed: int) -> bool:
-    """Every speed-up timed again in interleaved rounds (runner/pairing.py); True if stopped."""
+def _paired_rounds(outcome: Outcome, backends: Mapping[str, Backend], store: Store, run_id: str, rigor: Rigor,
+                   seed: int, measure_again: Callable[[Measurement], Measurement | None]) -> bool:
+    """Every speed-up timed again in interleaved rounds (runner/pairing.py), then each side whose own
+    measurement ran slower than its rounds measured once more (runner/own_again.py); True if stopped."""
+    from accelbench.runner.own_again import measure_slowed_again
     from accelbench.runner.pairing import pair_speedups
 
     try:
-        pair_speedups(outcome.measurements, backends, store, run_id, rigor, seed=seed)
+        paired = pair_speedups(outcome.measurements, backends, store, run_id, rigor, seed=seed)
+        measure_slowed_again(outcome.measurements, paired, measure_again,
+                             lambda m: store.replace_result(run_id, m))
     except KeyboardInterrupt:
         return True
     return False
+
+
+def _measured_again(plan: Plan, m: Measurement, backends: Mapping[str, Backend], rigor: Rigor, seed: int,
+                    sampler: TelemetrySampler | None, trust: TrustContext) -> Measurement | None:
+    item = next((i for i in plan.items if i.spec.key == m.spec.key), None)
+    backend = backends.get(m.spec.backend)
+    if item is None or backend is None:
+        return None
+    return measure_again(item, backend, rigor, seed, sampler=sampler, trust=trust)
 
 
 def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = None,

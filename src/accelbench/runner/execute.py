@@ -326,6 +326,13 @@ def execute(plan: Plan, backends: Mapping[str, Backend], store: ResultSink, run_
     return outcome
 
 
+def measure_again(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, sampler: TelemetrySampler | None = None,
+                  trust: TrustContext | None = None) -> Measurement | None:
+    """A plan item measured once more as the plan measured it; None where that failed or was skipped."""
+    again = _one(item, backend, rigor, seed, False, sampler, trust)
+    return again if isinstance(again, Measurement) else None
+
+
 def _one(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, debug: bool,
          sampler: TelemetrySampler | None = None, trust: TrustContext | None = None) -> Measurement | Skip:
     try:

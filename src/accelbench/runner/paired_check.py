@@ -103,16 +103,23 @@ def slow_own_measurement(baseline: tuple[str, Sequence[float], Sequence[float]],
     faster, that side's own measurement was slowed while it was taken (on a 2-core VM, numpy on 2
     threads at n=256 measured 330 µs, its 1-thread time, and ran 185 µs in every round): the paired
     figure stands, and says so."""
-    shifts = [(label, side_shift(rounds, own)) for label, rounds, own in (baseline, candidate)]
-    if not all(math.isfinite(s) and s > 0 for _, s in shifts):
+    slowed = slowed_own_side(baseline, candidate)
+    if slowed is None:
         return ""
-    if max(s for _, s in shifts) > 1 + SYSTEMATIC_SLACK:
-        return ""
-    label, shift = min(shifts, key=lambda item: item[1])
-    if shift >= 1 / (1 + SYSTEMATIC_SLACK):
-        return ""
+    label, shift = (baseline, candidate)[slowed][0], side_shift(*(baseline, candidate)[slowed][1:])
     return (f"{label}'s own measurement took {1 / shift:.2f}× its time in the paired rounds (slowed while it "
             f"was measured; nothing in the rounds ran slower): the paired figure stands")
+
+
+def slowed_own_side(baseline: tuple[str, Sequence[float], Sequence[float]],
+                    candidate: tuple[str, Sequence[float], Sequence[float]]) -> int | None:
+    """0 (the baseline) or 1 (the candidate) where that side's own measurement ran slower than its
+    paired rounds beyond the slack while neither side ran slower in the rounds; else None."""
+    shifts = [side_shift(rounds, own) for _, rounds, own in (baseline, candidate)]
+    if not all(math.isfinite(s) and s > 0 for s in shifts) or max(shifts) > 1 + SYSTEMATIC_SLACK:
+        return None
+    side = min(range(2), key=lambda i: shifts[i])
+    return side if shifts[side] < 1 / (1 + SYSTEMATIC_SLACK) else None
 
 
 def gross(paired: stats.RatioCI, medians: stats.RatioCI) -> bool:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
-from accelbench.results import PairedSamples
+from accelbench.results import Measurement, PairedSamples
+from accelbench.safe_write import clean_text
 from accelbench.store.failures import reported as _reported
-from accelbench.store.schema import dumps, loads_samples, spec_from_row
+from accelbench.store.schema import dumps, loads_samples, result_row, spec_from_row
 
 
 class SpeedupStore:
@@ -23,6 +24,19 @@ class SpeedupStore:
     _connection: Callable[[], sqlite3.Connection]
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _require_run: Callable[[str], None]
+
+    @_reported
+    def replace_result(self, run_id: str, m: Measurement) -> None:
+        """Rewrite the run's stored result of `m`'s spec with `m`, measured again after its own
+        measurement disagreed with its paired rounds (session.py); its row id, which the speed-ups
+        name, stays."""
+        row = {name: clean_text(v) if isinstance(v, str) else v for name, v in result_row(run_id, m).items()}
+        settings = ", ".join(f"{name} = :{name}" for name in row if name not in ("run_id", "spec_key"))
+        with self._write() as conn:
+            changed = conn.execute(f"UPDATE results SET {settings} WHERE run_id = :run_id AND spec_key = :spec_key",
+                                   row).rowcount
+        if changed != 1:
+            raise ValueError(f"run {run_id} has {changed} stored results of {m.spec.label()}, not one to replace")
 
     @_reported  # a full disk mid-pairing: one line naming the file, not a traceback
     def add_speedup(self, run_id: str, paired: PairedSamples) -> int:
