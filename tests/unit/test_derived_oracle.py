@@ -258,7 +258,7 @@ def check_speedup(stated: dict | None, expected: oracle.Expected) -> list[str]:
             wrong.append(f"{what}: interval [{low!r}, {high!r}], bootstrapped again [{f.low!r}, {f.high!r}]")
     if not low <= f.ratio <= high:
         wrong.append(f"{what}: the interval [{low}, {high}] does not contain the recomputed {f.ratio}")
-    word = "contaminated" if contaminated else oracle.verdict(low, high)
+    word = "contaminated" if contaminated else oracle.verdict(f.ratio, low, high)
     if stated["verdict"] != word:
         wrong.append(f"{what}: verdict {stated['verdict']}, by its interval {word}")
     wrong += check_said(stated["text"], stated["ratio"], low, high, stated["verdict"], what)

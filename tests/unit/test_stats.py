@@ -136,16 +136,20 @@ def test_ratio_ci_rejects_a_zero_denominator():
         bootstrap.ratio_of_medians_ci([1.0, 2.0], [0.0, 0.0])
 
 
-@pytest.mark.parametrize("low, high, expected", [
-    (1.10, 1.30, "faster"),
-    (0.70, 0.90, "slower"),
-    (0.995, 1.01, "same"),         # tight around 1
-    (1.003, 1.012, "same"),        # excludes 1 but too small a difference to claim
-    (0.95, 1.08, "inconclusive"),  # straddles 1 and is wide
-    (0.97, 1.005, "inconclusive"),
+@pytest.mark.parametrize("ratio, low, high, expected", [
+    (1.20, 1.10, 1.30, "faster"),
+    (0.80, 0.70, 0.90, "slower"),
+    (1.00, 0.995, 1.01, "same"),        # tight around 1
+    (1.007, 1.003, 1.012, "same"),      # excludes 1 but too small a difference to claim
+    (0.97, 0.944, 0.978, "same"),       # torch against numpy at n=1000: 3% is within run-to-run spread
+    (1.00, 0.95, 1.08, "same"),         # any difference under 10%, the estimate under 5%
+    (0.99, 0.87, 1.09, "inconclusive"),  # straddles 1, and a 13% difference is not ruled out
+    (1.07, 1.05, 1.09, "faster"),       # a 7% difference, measured tightly: claimed
+    (0.945, 0.879, 0.971, "slower"),    # the estimate beyond 5%
+    (1.04, 1.01, 1.12, "faster"),       # the interval reaches past 10%: not ruled out, and above 1
 ])
-def test_speedup_verdict(low, high, expected):
-    assert stats.speedup_verdict(low, high) == expected
+def test_speedup_verdict(ratio, low, high, expected):
+    assert stats.speedup_verdict(low, high, ratio=ratio) == expected
 
 
 # -- Mann-Whitney U ------------------------------------------------------------------------------
