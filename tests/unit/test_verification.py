@@ -74,3 +74,31 @@ def test_bfloat16_rounding_is_ties_to_even():
     assert rounded[0] == 1.0 and rounded[1] == 1.0  # tie goes to the even mantissa
     assert rounded[2] == 1.0 + 4 * 2**-8
     assert abs(rounded[3] - 3.140625) < 1e-7
+
+
+class CountsUploads(NumpyBackend):
+    """numpy as if its memory were a device's: to_device is timed, and every upload counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.uploads = 0
+
+    def shares_host_memory(self, device):
+        return False
+
+    def from_host(self, array, device):
+        self.uploads += 1
+        return super().from_host(array, device)
+
+
+@pytest.mark.parametrize("kernel, reads", [("copy", 1), ("scale", 1), ("add", 2), ("triad", 2)])
+def test_stream_uploads_only_the_arrays_its_kernel_reads(kernel, reads):
+    from accelbench.workloads.registry import get_workload
+
+    backend = CountsUploads()
+    prepared = get_workload("stream").prepare(backend, "cpu", {"kernel": kernel, "n": 4096, "dtype": "float64"}, 7)
+    assert prepared.to_device is not None
+    before = backend.uploads
+    prepared.to_device()
+    assert backend.uploads - before == reads  # version 1 uploaded two arrays for every kernel
+    assert get_workload("stream").version == "2"
