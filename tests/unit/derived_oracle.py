@@ -17,8 +17,9 @@ The definitions, as documented:
   both sides' own medians are references (plainly valid), when the paired ratio and the ratio of
   medians lie further apart (log scale) than their two intervals' half-widths combined (hypot) plus
   10%. A figure that passes has its interval widened to reach the ratio of medians.
-- verdict: "same" when the ratio lies in [1/1.05, 1.05] and the interval in [1/1.1, 1.1], "faster"
-  when the interval lies above 1, "slower" below 1, else "inconclusive"; "contaminated" decides nothing.
+- verdict: a ratio in [1/1.05, 1.05] is "same" when the interval lies in [1/1.1, 1.1], else
+  "inconclusive"; a ratio beyond is "faster" when the interval lies above 1, "slower" below 1, else
+  "inconclusive"; "contaminated" decides nothing.
 - said as "r× faster [lo–hi]", or, below 1, "(1/r)× slower [1/hi–1/lo]": the number before a
   direction word is never under 1.
 - break-even: on the end-to-end speed-up of compute-bound work (matmul, float32 first) against
@@ -102,9 +103,8 @@ def bootstrap_ratio_interval(numerator, denominator) -> tuple[float, float, tupl
 
 
 def verdict(ratio: float, low: float, high: float) -> str:
-    if all(1 / (1 + band) <= x <= 1 + band for x, band in ((ratio, SAME_BAND), (low, 2 * SAME_BAND),
-                                                          (high, 2 * SAME_BAND))):
-        return "same"
+    if 1 / (1 + SAME_BAND) <= ratio <= 1 + SAME_BAND:
+        return "same" if 1 / (1 + 2 * SAME_BAND) <= low and high <= 1 + 2 * SAME_BAND else "inconclusive"
     if low > 1:
         return "faster"
     if high < 1:

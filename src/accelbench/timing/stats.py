@@ -268,16 +268,15 @@ def _bootstrap_median(data: list[float], rng: random.Random) -> float:
 def speedup_verdict(low: float, high: float, *, ratio: float | None = None, same_within: float = SAME_WITHIN) -> str:
     """"faster" / "slower" / "same" / "inconclusive" from a speed-up `ratio` and its interval [low, high].
 
-    "same" when the ratio lies inside 1 ± same_within and the whole interval inside 1 ± 2 × same_within:
-    any difference is too small to claim, and a large one is ruled out. Otherwise an interval wholly
-    above 1 is "faster", wholly below 1 "slower", and one that straddles 1 while reaching outside the
-    band is "inconclusive": the measurement cannot tell, it does not say "no difference". Without a
-    ratio, the interval's geometric middle stands for it.
+    A ratio inside 1 ± same_within is a difference too small to claim: "same" where the whole interval
+    lies inside 1 ± 2 × same_within (a large difference is ruled out too), else "inconclusive". A ratio
+    beyond that band is "faster" or "slower" where the interval lies wholly above or below 1, else
+    "inconclusive": the measurement cannot tell, it does not say "no difference". Without a ratio, the
+    interval's geometric middle stands for it.
     """
     point = math.sqrt(low * high) if ratio is None and low > 0 and math.isfinite(high) else ratio
-    if point is not None and _within(point, same_within) and _within(low, 2 * same_within) \
-            and _within(high, 2 * same_within):
-        return "same"
+    if point is not None and _within(point, same_within):
+        return "same" if _within(low, 2 * same_within) and _within(high, 2 * same_within) else "inconclusive"
     if low > 1.0:
         return "faster"
     if high < 1.0:
