@@ -18,6 +18,7 @@ import pytest
 from accelbench.report.headline import ratio_words
 from accelbench.report.ratio_text import oriented, phrase
 from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
+from accelbench.timing import stats
 from accelbench.runner import pairing, paired_check
 from accelbench.runner.speedups import CONTAMINATED, CPU_ALL_CORES, CROSS_TALK, Speedups, wanted_speedups
 from accelbench.timing import quiesce
@@ -305,3 +306,12 @@ def test_a_noisy_side_still_may_not_part_the_rounds_from_the_medians_grossly(slo
     assert (ratio.verdict() == CONTAMINATED) == contaminated, ratio
     if contaminated:
         assert "disagree with the sides' own measurements" in ratio.contaminated
+
+
+def test_rounds_that_scatter_far_more_than_the_sides_own_are_named_and_others_are_not():
+    tight = stats.RatioCI(0.985, 0.97, 1.0)              # the ratio of medians, ±1.5%
+    assert paired_check.scattered(stats.RatioCI(0.80, 0.664, 0.82), tight).startswith("the rounds scattered")
+    assert paired_check.scattered(stats.RatioCI(0.98, 0.955, 1.005), tight) == ""   # about twice the own
+    assert paired_check.scattered(stats.RatioCI(1.0, 0.96, 1.04), stats.RatioCI(1.0, 0.999, 1.001)) == ""  # ±5% floor
+    wide_own = stats.RatioCI(1.0, 0.85, 1.15)            # noisy sides: wide rounds are expected
+    assert paired_check.scattered(stats.RatioCI(0.9, 0.75, 1.05), wide_own) == ""

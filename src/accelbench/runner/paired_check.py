@@ -31,6 +31,23 @@ ORDER_ALPHA = 0.05        # ...and Mann-Whitney says it is no accident
 GROSS_FACTOR = 2.0
 
 
+# The rounds' interval may be this many times as wide as the ratio of medians' (log scale), and at
+# least this wide, before the rounds count as scattered: two equally fast sides pair within about
+# twice their own interval on a quiet machine; torch against numpy at n=1000 once paired 0.80
+# [0.66-0.82] where the medians gave ±1.5%, a side switching between two speeds during the rounds
+SCATTER_FACTOR = 2.0
+SCATTER_FLOOR = 0.05
+
+
+def scattered(paired: stats.RatioCI, medians: stats.RatioCI) -> str:
+    """Why the paired rounds scattered far more than the two measurements did, or ''."""
+    spread, own = _half_width(paired.low, paired.high), _half_width(medians.low, medians.high)
+    if not math.isfinite(spread) or spread <= max(SCATTER_FACTOR * own, math.log1p(SCATTER_FLOOR)):
+        return ""
+    return (f"the rounds scattered: paired {paired.ratio:.3g}× [{paired.low:.3g}–{paired.high:.3g}] against "
+            f"±{math.expm1(own):.1%} for the ratio of the sides' own medians")
+
+
 def _half_width(low: float, high: float) -> float:
     """Half the width of an interval on a log scale (0 for a degenerate or unbounded one)."""
     if not (0 < low <= high) or math.isinf(high):

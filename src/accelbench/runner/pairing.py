@@ -38,7 +38,8 @@ from accelbench.runner import deadline
 from accelbench.runner.audit import Capture
 from accelbench.runner.sinks import SpeedupSink
 from accelbench.runner.pairing_parts import group_params, instance_key, parts
-from accelbench.runner.speedups import CROSS_TALK, MIN_PAIRS, REPAIRED, Speedups, Wanted, wanted_speedups
+from accelbench.runner.speedups import (CROSS_TALK, MIN_PAIRS, REPAIRED, Speedups, Wanted, scattered_rounds,
+                                        wanted_speedups)
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
@@ -164,16 +165,19 @@ def pair_speedups(measurements: Sequence[Measurement], backends: Mapping[str, Ba
 
 def paired_once_more_if_contaminated(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: Rigor, *,
                                      seed: int, clock: Clock | None = None) -> list[PairedSamples]:
-    """A group's paired rounds, timed once more where any of its speed-ups came out contaminated:
-    a transient that slowed one side's rounds (seen on a quiet VM: numpy on 2 threads ran 1.5× its
-    own time in every round of one run in six) rarely comes twice, while cross-talk that every block
-    leaves behind does. The second rounds count; they keep the first's reason as a note."""
+    """A group's paired rounds, timed once more where any of its speed-ups came out contaminated, or
+    its rounds scattered far more than its plainly valid sides did: a transient that slowed one
+    side's rounds (seen on a quiet VM: numpy on 2 threads ran 1.5× its own time in every round of one
+    run in six) rarely comes twice, while cross-talk that every block leaves behind does. The second
+    rounds count; they keep the first's reason as a note."""
     first = pair_group(items, backends, rigor, seed=seed, clock=clock)
-    reasons = [r.contaminated for r in Speedups(first).ratios(items) if r is not None and r.contaminated]
+    reasons = [f"were contaminated ({r.contaminated})" for r in Speedups(first).ratios(items)
+               if r is not None and r.contaminated]
+    reasons += [f"scattered ({why})" for w, p in zip(items, first) if (why := scattered_rounds(w, p))]
     if not reasons:
         return first
     second = pair_group(items, backends, rigor, seed=seed, clock=clock)
-    note = f"{REPAIRED} the first rounds were contaminated ({reasons[0]})"
+    note = f"{REPAIRED} the first rounds {reasons[0]}"
     return [dataclasses.replace(p, note=p.note or note) if p.baseline_s else p for p in second]
 
 

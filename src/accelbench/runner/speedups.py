@@ -114,6 +114,15 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     return dataclasses.replace(ratio, low=min(ratio.low, reference.ratio), high=max(ratio.high, reference.ratio))
 
 
+def scattered_rounds(w: Wanted, paired: PairedSamples) -> str:
+    """Why `paired`'s rounds scattered far more than its two plainly valid sides' own measurements
+    (runner/paired_check.py `scattered`), or ''."""
+    if not paired.baseline_s or not (w.baseline.trusted and w.candidate.trusted):
+        return ""
+    medians = bootstrap.ratio_of_medians_ci(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
+    return paired_check.scattered(paired_ratio_ci(paired.baseline_s, paired.candidate_s), medians)
+
+
 def median_stands(m: Measurement, phase: str) -> bool:
     """Whether a side's own median is a reference for its paired rounds: valid, or noisy only for
     reasons that leave the compute timing as it was (a synchronisation not proven, phases that do not
