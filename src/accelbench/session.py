@@ -221,11 +221,11 @@ def run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:
         run_id = store.start_run(machine, {**config.selection, "seed": seed, "rigor": rigor.name}, config.tags)
         with (deadline.stop_on_signals(), deadline.spec_timeout(config.timeout),
               _telemetry(plan, config.telemetry) as sampler):
+            trust = TrustContext(devices={d.id: d for d in inventory.devices})
             outcome = execute(plan, usable, store, run_id, rigor, seed=seed, on_start=config.on_start,
                               on_done=reference.after_each(config.on_done), debug=config.debug, sampler=sampler,
-                              trust=TrustContext(devices={d.id: d for d in inventory.devices}))
+                              trust=trust)
             if not outcome.interrupted:
-                trust = TrustContext(devices={d.id: d for d in inventory.devices})
                 outcome.interrupted = _paired_rounds(outcome, usable, store, run_id, rigor, seed,
                                                      lambda m: _measured_again(plan, m, usable, rigor, seed, sampler,
                                                                                trust))

@@ -33,8 +33,8 @@ GROSS_FACTOR = 2.0
 
 # The rounds' interval may be this many times as wide as the ratio of medians' (log scale), and at
 # least this wide, before the rounds count as scattered: two equally fast sides pair within about
-# twice their own interval on a quiet machine; torch against numpy at n=1000 once paired 0.80
-# [0.66-0.82] where the medians gave ±1.5%, a side switching between two speeds during the rounds
+# twice their own interval on a quiet machine; torch against numpy at n=1000 once paired 0.908
+# [0.783-0.985] where the medians gave 0.985: a side switching between two speeds during the rounds
 SCATTER_FACTOR = 2.0
 SCATTER_FLOOR = 0.05
 
