@@ -32,7 +32,7 @@ VS_FLOAT32 = "vs_float32"           # this dtype's compute time / float32's, sam
 KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
-REPAIRED = "paired twice:"  # ... and one whose rounds were timed again after contaminated first rounds
+REPAIRED = "paired twice:"  # ... and one whose first rounds came out contaminated or scattered
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
 # noisy reasons that say a timing itself was moved: the harness's and the contention monitor's kinds
 TIMING_MOVED = DISTURBING | {OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED}

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from accelbench.results import Measurement, PairedSamples
-from accelbench.safe_write import clean_text
+from accelbench.safe_write import clean_values
 from accelbench.store.failures import reported as _reported
 from accelbench.store.schema import dumps, loads_samples, result_row, spec_from_row
 
@@ -30,7 +30,7 @@ class SpeedupStore:
         """Rewrite the run's stored result of `m`'s spec with `m`, measured again after its own
         measurement disagreed with its paired rounds (session.py); its row id, which the speed-ups
         name, stays."""
-        row = {name: clean_text(v) if isinstance(v, str) else v for name, v in result_row(run_id, m).items()}
+        row = clean_values(result_row(run_id, m))  # hostnames, paths: as add_result cleans them
         settings = ", ".join(f"{name} = :{name}" for name in row if name not in ("run_id", "spec_key"))
         with self._write() as conn:
             changed = conn.execute(f"UPDATE results SET {settings} WHERE run_id = :run_id AND spec_key = :spec_key",
