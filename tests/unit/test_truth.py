@@ -179,3 +179,13 @@ def test_a_pool_that_sleeps_between_serial_calls_is_not_a_sync_that_returns_earl
     proof = prove(lambda: backend.matmul(a, a), lambda: backend.synchronize(), backend.to_host, clock, 5)
     assert proof.status == status, proof.detail
     assert proof.ratio > 1.25  # both read back slower than the pipelined block: the ratio alone cannot tell
+
+
+def test_a_jax_cpu_output_is_read_through_its_own_host_view_not_a_new_computation():
+    """Slicing a jax array dispatches computations that each wait to be woken by the last: an
+    honest output then read back hundreds of µs after synchronize() ends it (a sync proof refusal)."""
+    jnp = pytest.importorskip("jax.numpy")
+    array = jnp.arange(12, dtype=jnp.float32).reshape(3, 4) * 2
+    first = raw_access.first_element(array)
+    assert isinstance(first, np.ndarray) and first.tolist() == [0.0]
+    assert np.shares_memory(first, np.asarray(array))  # jax's own view: no copy, no computation
