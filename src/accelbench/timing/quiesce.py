@@ -30,12 +30,12 @@ class Settled:
     """How long we waited for the other threads, and how busy they still were at the end."""
 
     waited_s: float
-    busy_threads: float   # other threads seen running at the last look (cores, where from CPU time)
+    busy_threads: float   # most other threads seen running at once while waiting (cores, where from CPU time)
     settled: bool
 
     def text(self) -> str:
-        return (f"{self.busy_threads:.3g} other thread(s) of ours still ran after {self.waited_s * 1e3:.0f} ms "
-                f"of waiting")
+        return (f"{self.busy_threads:.3g} other thread(s) of ours still ran in {self.waited_s * 1e3:.0f} ms "
+                f"of waiting for them")
 
 
 def running_other_threads(tasks: Path = TASKS) -> int | None:
@@ -68,17 +68,18 @@ def other_threads_cpu_s() -> float:
 def settle(max_wait_s: float = MAX_WAIT_S, tasks: Path = TASKS) -> Settled:
     """Wait (at most `max_wait_s`) until no other thread of ours is running."""
     start_s = time.perf_counter()
-    quiet = 0
+    quiet = most = 0
     while True:
         running = running_other_threads(tasks)
         if running is None:
             return _settle_by_cpu_time(max_wait_s)
         quiet = quiet + 1 if running == 0 else 0
+        most = max(most, running)  # a thread that runs in bursts may be caught between two at the last look
         waited_s = time.perf_counter() - start_s
         if quiet >= QUIET_POLLS:
             return Settled(waited_s, 0, True)
         if waited_s >= max_wait_s:
-            return Settled(waited_s, running, False)
+            return Settled(waited_s, most, False)
         time.sleep(POLL_S)
 
 
