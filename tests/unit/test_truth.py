@@ -2,6 +2,8 @@
 arithmetic, synchronisation proven on the timed call, rate bounds at the right memory level."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from fakes import FakeBackend, FakeClock
@@ -189,3 +191,83 @@ def test_a_jax_cpu_output_is_read_through_its_own_host_view_not_a_new_computatio
     first = raw_access.first_element(array)
     assert isinstance(first, np.ndarray) and first.tolist() == [0.0]
     assert np.shares_memory(first, np.asarray(array))  # jax's own view: no copy, no computation
+
+
+class _LoadedPool(_SleepyPool):
+    """The sleepy pool on a loaded machine: every wake-up waits for a time slice (jax stream 2^16 at
+    load 7: pipelined 32 µs a call, synchronised after every call 215 µs, read back 230 µs). Its
+    work runs on this machine's CPUs: `cpu_s` counts the kernels' time, not the waits for a CPU."""
+
+    wake_s = 6e-3
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cpu_s = 0.0
+
+    def kernel(self) -> None:
+        self.cpu_s += self.kernel_s
+        super().kernel()
+
+
+class _EarlyLoaded(_LoadedPool):
+    def synchronize(self, device=None):
+        self.syncs += 1
+
+
+def _loaded_window(disturbed: bool):
+    from accelbench.timing.contention import Interference
+
+    others = 1.5 if disturbed else 0.0
+    return Interference(window_s=1.0, cores=2, others_cores=others, idle_cores=2 - others, steal_share=0.0,
+                        run_wait_share=0.6 if disturbed else 0.0)
+
+
+@pytest.mark.parametrize("backend_class, on_load", [(_LoadedPool, "noisy"), (_EarlyLoaded, "invalid")])
+def test_a_refusal_by_lost_overlap_alone_is_not_made_on_a_loaded_machine(backend_class, on_load):
+    from accelbench.runner.audit import unproven_under_load
+
+    clock = FakeClock()
+    backend = backend_class(clock, kernel_s=1e-3, asynchronous=True, device="cpu")
+    a = np.ones((8, 8))
+    proof = prove(lambda: backend.matmul(a, a), lambda: backend.synchronize(), backend.to_host, clock, 5,
+                  cpu_clock=lambda: backend.cpu_s)
+    assert proof.status == NOT_WAITING and proof.ratio > 2.0, proof.detail  # beyond SURE_RATIO either way
+    found = unproven_under_load(proof, _loaded_window(True))
+    assert ("invalid" if found is None else found.status) == on_load
+    if found is not None:
+        assert "could not be proven on a loaded machine" in found.reason and "other processes used" in found.reason
+    assert unproven_under_load(proof, _loaded_window(False)) is None  # quiet: the refusal stands
+    assert unproven_under_load(proof, None) is None
+    assert unproven_under_load(dataclasses.replace(proof, cpu_ratio=None), _loaded_window(True)) is None
+
+
+def test_a_backend_that_drops_overwritten_work_is_refused_on_a_loaded_machine_too():
+    """Its serial blocks are forced to do the work, as an honest pool's pay its wake-ups: the CPU
+    time its pipelined blocks save tells the two apart (real numpy, real clocks)."""
+    from accelbench.runner.audit import unproven_under_load
+    from accelbench.timing.clock import PerfCounterClock
+
+    lazy = _truth_plugins().LazyGraph()
+    a, b = np.ones(1 << 18, np.float32), np.ones(1 << 18, np.float32)
+    outs, calls = [np.empty(1 << 18, np.float32) for _ in range(2)], [0]
+
+    def triad():
+        calls[0] += 1
+        return lazy.triad(a, b, 2.0, outs[calls[0] % 2])
+
+    proof = prove(triad, lambda: lazy.synchronize("cpu"), lambda out: lazy.to_host(out[:1]), PerfCounterClock(), 9)
+    assert proof.status == NOT_WAITING, proof.detail
+    assert proof.cpu_ratio is not None and proof.cpu_ratio > 3.0, proof.cpu_ratio  # 2 of 9 calls done when pipelined
+    assert unproven_under_load(proof, _loaded_window(True)) is None
+
+
+def _truth_plugins():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "cli" / "truth_plugins.py"
+    spec = importlib.util.spec_from_file_location("truth_plugins_for_unit", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
