@@ -26,6 +26,12 @@ def finite(value: Any) -> Any:
         return [finite(v) for v in value]
     return value
 
+#: one workload parameter's value, as the results document allows it (a string, number, true, false or null)
+ParamValue = str | int | float | bool | None
+#: a workload's parameters for one instance ({"n": 1000, "dtype": "float32"}): what grid() makes
+Params = dict[str, ParamValue]
+
+
 @dataclass(frozen=True)
 class Spec:
     """What was measured: hashable, the key for grouping and comparing results."""

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from accelbench.backends import raw_access
-from accelbench.backends.base import DeviceArray
+from accelbench.backends.base import DeviceArray, HostArray
 from accelbench.errors import Unsupported
 from accelbench.backends.placement import observe
 from accelbench.results import Check
@@ -115,7 +115,7 @@ def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object
 def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host: Callable[[DeviceArray], object]
                     ) -> list[Finding]:
     """Two timed calls of a workload that draws afresh each call cannot return identical results."""
-    def host(output: DeviceArray) -> list:
+    def host(output: DeviceArray) -> list[HostArray]:
         parts = output if isinstance(output, tuple) else (output,)
         return [np.asarray(to_host(part)) for part in parts]
 
