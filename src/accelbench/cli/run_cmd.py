@@ -281,7 +281,7 @@ class _progress:
 
         self.done += 1
         if hasattr(result, "samples_s"):
-            outcome = f"{format_seconds(median(result.samples_s))}, {result.status}"
+            outcome = f"{format_seconds(median(result.samples_s))}, {result.verdict}"
         else:
             outcome = f"skipped: {result.reason.splitlines()[0]}"
         print(printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} "
