@@ -60,7 +60,7 @@ def _pairs(a, b):
 
 def trusting(run):
     """The run with every noisy result taken as valid: what each rule says without that guard."""
-    lifted = tuple(dataclasses.replace(m, verdict="valid") if m.status == "noisy" else m for m in run.measurements)
+    lifted = tuple(dataclasses.replace(m, verdict="valid") if m.verdict == "noisy" else m for m in run.measurements)
     return dataclasses.replace(run, measurements=lifted)
 
 

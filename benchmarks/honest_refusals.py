@@ -48,10 +48,10 @@ def one_round(devices: dict, counts: collections.Counter, refusals: list) -> Non
                 counts[(name, "skipped")] += 1
                 print(f"  {name} {workload}: {type(error).__name__}: {error}", flush=True)
                 continue
-            counts[(name, m.status)] += 1
-            if m.status == "noisy" and any(getattr(r, "kind", "") in (SYNC_UNPROVEN, READ_BACK) for r in m.verdict_reasons):
+            counts[(name, m.verdict)] += 1
+            if m.verdict == "noisy" and any(getattr(r, "kind", "") in (SYNC_UNPROVEN, READ_BACK) for r in m.verdict_reasons):
                 counts[(name, "sync unproven")] += 1  # noisy for the sync proof's sake (counted apart)
-            if m.status == INVALID:
+            if m.verdict == INVALID:
                 refusals.append((name, workload, m.verdict_reasons[0]))
                 print(f"  REFUSED {name} {workload}: {m.verdict_reasons[0]}", flush=True)
 

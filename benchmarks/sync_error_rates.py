@@ -99,7 +99,7 @@ def measure_one(backend, workload: str, params: dict, device: str, seed: int, tr
     with backend.threads(None):
         m = measure_item(PlanItem(spec, None), backend, get_rigor("quick"), seed=seed, trust=trust)
     reasons = [(getattr(r, "kind", ""), str(r)) for r in m.verdict_reasons]
-    return {"backend": backend.name, "workload": workload, "params": params, "device": device, "status": m.status,
+    return {"backend": backend.name, "workload": workload, "params": params, "device": device, "status": m.verdict,
             "median_s": statistics.median(m.samples_s) if m.samples_s else None, "reasons": reasons,
             "seconds": round(time.perf_counter() - started, 1)}
 

@@ -101,7 +101,7 @@ def trial(kind: str, workload: str, params: dict, strength: float, honest_s: flo
     inflation = honest_s / mutant_s if mutant_s > 0 else float("inf")
     if kind in NOMINAL:
         inflation = min(inflation, strength)
-    return Trial(kind, workload, params, strength, m.status, inflation, (m.verdict_reasons or ("",))[0],
+    return Trial(kind, workload, params, strength, m.verdict, inflation, (m.verdict_reasons or ("",))[0],
                  tuple(m.verdict_reasons))
 
 
@@ -112,7 +112,7 @@ def sweep(kinds=KINDS, workloads=tuple(WORKLOADS), sizes=(0, 1), strengths=STREN
             params = WORKLOADS[workload][index]
             runs = [measure("honest", workload, params) for _ in range(HONEST_REPEATS)]
             honest_s = min(_median(m) for m in runs)
-            trials += [Trial("honest", workload, params, 1.0, m.status, 1.0, (m.verdict_reasons or ("",))[0],
+            trials += [Trial("honest", workload, params, 1.0, m.verdict, 1.0, (m.verdict_reasons or ("",))[0],
                              tuple(m.verdict_reasons)) for m in runs]
             for kind in kinds:
                 if not applies(kind, workload, params):

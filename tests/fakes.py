@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability, Backend
+from accelbench.backends.base import Availability, Backend
+from accelbench.backends.framework_ops import ArrayNamespaceOps
 
 KernelCost = float | Callable[[int], float]  # seconds, or seconds as a function of the call index
 

@@ -9,7 +9,7 @@ from accelbench._version import __version__
 
 _LAZY = {
     # name -> (module, attribute); loaded only when a user touches it
-    "inventory": ("accelbench.backends.device_reach", "inventory"),
+    "inventory": ("accelbench.store.ceilings", "measured_inventory"),
     "run": ("accelbench.api", "run"),
     "bench": ("accelbench.api", "bench"),
     "workload": ("accelbench.api", "workload"),

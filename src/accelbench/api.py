@@ -7,8 +7,10 @@ from typing import Any, Callable, Sequence
 
 from accelbench.errors import UsageError
 from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
-from accelbench.session import (RunConfig, RunResults, check_arguments, load_backends, python_arguments, run,
+from accelbench.runner.run_config import RunConfig
+from accelbench.session import (RunResults, check_arguments, load_backends, python_arguments, run,
                                 run_with_progress, with_threads)
+from accelbench.timing.rigor import get_rigor
 from accelbench.workloads.custom import FunctionWorkload
 from accelbench.workloads.registry import register_workload, unregister_workload
 
@@ -66,8 +68,8 @@ def bench(fn: Callable, inputs: Sequence, *, devices: Sequence[str] | str | None
                                            known_devices={d.id for d in inventory.devices}), counts)
         plan.items = [i for i in plan.items if (i.spec.backend, i.spec.device) in pairs]
         plan.skips = [s for s in plan.skips if (s.spec.backend, s.spec.device) in pairs]
-        results = run_with_progress(plan, loaded, RunConfig.of(
-            rigor, db=db, inventory=inventory, timeout=timeout,
+        results = run_with_progress(plan, loaded, RunConfig(
+            get_rigor(rigor), db=db, inventory=inventory, timeout=timeout,
             selection={"workloads": [custom.name], "custom": True, "via": "python"}))
     finally:
         unregister_workload(custom.name)

@@ -2,15 +2,18 @@
 
 Backends (`accelbench.backends`), workloads (`accelbench.workloads`), device probes
 (`accelbench.probes`) and telemetry sources (`accelbench.telemetry`) are found the same way,
-built-ins included (they are declared in pyproject.toml like a third party's). Each kind also keeps
-a table of its built-ins, which stands in when package metadata is missing (a source tree run
-without `pip install -e .`). A target is "module:attribute"; nothing is imported until asked for.
+built-ins included: pyproject.toml declares them like a third party's, and is the only place they
+are listed (builtin_targets reads it from the source tree, or from the installed package's metadata),
+so a built-in is one file and one entry point. A target is "module:attribute"; nothing is imported
+until asked for.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import importlib.metadata
+import tomllib
+from pathlib import Path
 from typing import Any
 
 BACKENDS_GROUP = "accelbench.backends"
@@ -18,6 +21,35 @@ WORKLOADS_GROUP = "accelbench.workloads"
 PROBES_GROUP = "accelbench.probes"
 TELEMETRY_GROUP = "accelbench.telemetry"
 BUILTIN_PACKAGE = "accelbench."
+DISTRIBUTION = "accelbench"
+#: pyproject.toml of the source tree this package runs from (absent in an installed wheel)
+SOURCE_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+@functools.lru_cache(maxsize=None)
+def builtin_targets(group: str) -> dict[str, str]:
+    """name -> "module:attribute" of accelbench's own plugins of `group`, in pyproject.toml's order.
+
+    Read from the source tree's pyproject.toml where accelbench runs from one (its newest word: the
+    installed metadata of an editable install may predate an added entry point), else from the
+    installed distribution's metadata: either is always there, and neither is written twice."""
+    declared = _source_tree_entry_points()
+    if declared is None:
+        try:
+            points = importlib.metadata.distribution(DISTRIBUTION).entry_points
+        except importlib.metadata.PackageNotFoundError:
+            return {}
+        return {ep.name: ep.value for ep in points if ep.group == group and is_builtin(ep.value)}
+    return {name: target for name, target in declared.get(group, {}).items() if is_builtin(target)}
+
+
+def _source_tree_entry_points() -> dict[str, dict[str, str]] | None:
+    """pyproject.toml's entry-point tables where accelbench runs from its source tree; else None."""
+    try:
+        project = tomllib.loads(SOURCE_PYPROJECT.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return project.get("entry-points", {}) if project.get("name") == DISTRIBUTION else None
 
 
 def entry_point_targets(group: str) -> dict[str, str]:

@@ -26,6 +26,12 @@ def finite(value: Any) -> Any:
         return [finite(v) for v in value]
     return value
 
+#: one workload parameter's value, as the results document allows it (a string, number, true, false or null)
+ParamValue = str | int | float | bool | None
+#: a workload's parameters for one instance ({"n": 1000, "dtype": "float32"}): what grid() makes
+Params = dict[str, ParamValue]
+
+
 @dataclass(frozen=True)
 class Spec:
     """What was measured: hashable, the key for grouping and comparing results."""
@@ -131,27 +137,23 @@ class Measurement:
         samples = self.phases_s.get("compute") or ()
         median = f"median {format_seconds(statistics.median(samples))} of {len(samples)}" if samples else "no samples"
         params = " ".join(f"{k}={v}" for k, v in self.spec.params)
-        why = f": {self.verdict_reasons[0][:150]}" if self.verdict_reasons and self.status != "valid" else ""
+        why = f": {self.verdict_reasons[0][:150]}" if self.verdict_reasons and self.verdict != "valid" else ""
         return (f"Measurement({self.spec.workload} {self.spec.backend}@{self.spec.device} {params}: "
-                f"{median}; {self.status}{why})")
+                f"{median}; {self.verdict}{why})")
 
     @property
     def samples_s(self) -> tuple[float, ...]:
         return self.phases_s["compute"]
 
     @property
-    def status(self) -> str:
-        return self.verdict
-
-    @property
     def valid(self) -> bool:
         """Its time counts as a rate and a speed-up: the check passed and nothing made it invalid."""
-        return self.check.passed and self.status != "invalid"
+        return self.check.passed and self.verdict != "invalid"
 
     @property
     def trusted(self) -> bool:
         """It may become a measured ceiling: valid, not noisy or unverified."""
-        return self.valid and self.status == "valid"
+        return self.valid and self.verdict == "valid"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,7 +168,7 @@ class Measurement:
             "threads": self.threads,
             "telemetry": dict(self.telemetry),
             "extra": dict(self.extra),
-            "verdict": self.status,
+            "verdict": self.verdict,
             "verdict_reasons": caveats_to_json(self.verdict_reasons),
             "workload_version": self.workload_version,
         }

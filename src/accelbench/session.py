@@ -25,6 +25,7 @@ from accelbench.report.analysis import Row, analyse
 from accelbench.runner.execute import Outcome, TrustContext, execute, measure_again
 from accelbench.runner.plan import MAX_SIZE, Plan, PlanItem, build_plan
 from accelbench.runner.reach import unreached_records
+from accelbench.runner.run_config import RunConfig
 from accelbench.timing.rigor import Rigor, get_rigor
 from accelbench.vocabulary import DEFAULT_SEED, usable_cpus
 
@@ -169,40 +170,6 @@ def _telemetry(plan: Plan, enabled: bool):
         yield sampler
     finally:
         sampler.stop()
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """How one run is measured and where it is stored: everything run_plan needs besides the plan and
-    the backends. The rigor is resolved here, once (a name becomes a Rigor where a run starts)."""
-
-    rigor: Rigor
-    """how hard each measurement tries: interval target, time budget, samples (timing/rigor.py)"""
-    db: str | None = None
-    """the results database (None: ACCELBENCH_DB, else the user data directory)"""
-    seed: int = DEFAULT_SEED
-    """the seed every workload's inputs are drawn from (stored with the run)"""
-    selection: dict[str, Any] = field(default_factory=dict)
-    """what was asked for (workloads, sizes, devices, ...), stored with the run for `runs` and `compare`"""
-    tags: dict[str, str] | None = None
-    """free labels stored with the run (a node name, a Slurm job id)"""
-    inventory: Inventory | None = None
-    """the devices and their peaks (None: probed now, with this host's measured ceilings)"""
-    on_start: Callable[[PlanItem], None] | None = None
-    """called before each spec is measured (a progress display)"""
-    on_done: Callable[[PlanItem, Measurement | Skip], None] | None = None
-    """called with each spec's result or skip once it is stored"""
-    debug: bool = False
-    """a failed spec's reason carries its traceback"""
-    telemetry: bool = True
-    """sample the devices' utilisation, clocks and power over the run"""
-    timeout: float | None = deadline.DEFAULT_SPEC_TIMEOUT_S
-    """seconds each spec may take before it is ended and stored as failed (None: no limit)"""
-
-    @classmethod
-    def of(cls, rigor: Rigor | str, **fields: Any) -> "RunConfig":
-        """A configuration with `rigor` given as a name or a Rigor (an unknown name: UsageError)."""
-        return cls(get_rigor(rigor), **fields)
 
 
 def run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:

@@ -103,7 +103,7 @@ def caveats_from_json(items: Iterable[Any] | None) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Finding:
+class VerdictReason:
     """One reason, and the verdict it alone would give; `kind` names its cause (else the reason's own)."""
 
     status: str
@@ -139,7 +139,7 @@ def severity(status: str) -> int:
     return _SEVERITY.get(status, _SEVERITY[INVALID])
 
 
-def combine(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:
+def combine(findings: list[VerdictReason] | tuple[VerdictReason, ...]) -> Verdict:
     """The most severe status among the findings; reasons ordered from the most severe down."""
     if not findings:
         return Verdict()

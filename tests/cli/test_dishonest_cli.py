@@ -45,7 +45,7 @@ def test_a_caching_backend_is_invalid_everywhere_a_result_shows(caching_backend,
 
     with Store() as store:
         stored = [m for r in store.runs() for m in store.results(r.id)]
-    assert len(stored) == 2 and {m.status for m in stored} == {"invalid"}
+    assert len(stored) == 2 and {m.verdict for m in stored} == {"invalid"}
 
     pytest.importorskip("matplotlib")
     out = tmp_path / "report"

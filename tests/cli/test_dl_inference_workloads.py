@@ -43,7 +43,7 @@ def test_vgg_infer_stores_first_batch_apart_and_per_batch_percentiles(tmp_path, 
     for m in results:
         assert m.check.passed, m.check.detail
         assert m.spec.param("image_px") == 64 and m.spec.param("batch") == 1  # quick: 32×32 upsampled 2x
-        assert m.status != "invalid", m.verdict_reasons
+        assert m.verdict != "invalid", m.verdict_reasons
         samples, extra = m.samples_s, m.extra
         assert "reduced from the PlaidML tutorial's 224x224" in extra["image_px_note"]
         assert m.calls_per_sample == 1 and len(samples) == extra["timed_batches"] >= 10  # seed 004: 10
@@ -63,7 +63,7 @@ def test_augment_runs_on_the_device_and_on_the_host_with_the_copy_counted(tmp_pa
     assert {m.spec.param("where") for m in results} == {"device", "host"}
     by_where = {m.spec.param("where"): m for m in results}
     for m in results:
-        assert m.check.passed and m.status != "invalid", (m.check.detail, m.verdict_reasons)
+        assert m.check.passed and m.verdict != "invalid", (m.check.detail, m.verdict_reasons)
         assert "float64 CPU run on the same pixels and parameters" in m.check.detail
         assert m.extra["reference_rel_error"] < augment.REFERENCE_TOLERANCE
     # device path: the copy and the augmentation timed apart, and both; host path: the call copies

@@ -69,7 +69,7 @@ def test_mlp_with_learning_rate_zero_fails_its_check(tmp_path, monkeypatch):
     monkeypatch.setattr(MLP, "epochs", 2)
     (result,), _ = _run(tmp_path, "mlp")
     assert not result.check.passed and "did not" in result.check.detail
-    assert any("check failed" in w for w in result.warnings) and result.status == "invalid"
+    assert any("check failed" in w for w in result.warnings) and result.verdict == "invalid"
     assert result.extra["accuracy_reached"] < 0.3 and not result.extra["target_reached"]
 
 

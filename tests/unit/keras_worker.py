@@ -49,7 +49,7 @@ def main(backend_name: str, db: str, mode: str, names: list[str]) -> None:
             spec = Spec.make(name, backend_name, "cpu", **SPECS[name])
             m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=3, trust=TrustContext(probe_sync=False))
             store.add_result(run_id, m)
-            print(json.dumps({"workload": name, "status": m.status, "passed": m.check.passed,
+            print(json.dumps({"workload": name, "status": m.verdict, "passed": m.check.passed,
                               "detail": m.check.detail, "device_seen": m.check.device_seen,
                               "reasons": list(m.verdict_reasons), "samples": len(m.samples_s),
                               "extra": {k: v for k, v in m.extra.items() if isinstance(v, (int, float, str))}}),

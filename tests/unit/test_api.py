@@ -53,7 +53,7 @@ def test_without_a_reference_the_result_is_unverified_and_never_a_ceiling(tmp_pa
     a = np.random.default_rng(3).uniform(-1, 1, (64, 64))
     results = accelbench.bench(lambda x, y: x @ y, [a, a], flops=2 * 64**3, devices="cpu", backends="numpy",
                                name="no_reference", db=str(tmp_path / "u.sqlite"))
-    assert results.measurements and {m.status for m in results.measurements} == {"unverified"}
+    assert results.measurements and {m.verdict for m in results.measurements} == {"unverified"}
     assert all("no reference given" in m.verdict_reasons[0] for m in results.measurements)
     assert not any(m.trusted for m in results.measurements)
     assert {r["verdict"] for r in results.to_records()} == {"unverified"}
@@ -66,7 +66,7 @@ def test_the_inputs_dtype_is_measured_and_a_rate_comes_only_from_declared_work(t
                                name=f"double_{dtype}", db=str(tmp_path / "d.sqlite"))
     assert {m.spec.param("dtype") for m in results.measurements} == {dtype}
     assert {m.work.bytes_moved for m in results.measurements} == {0.0}  # nothing declared: no guess
-    assert all(m.status in ("valid", "noisy") for m in results.measurements)
+    assert all(m.verdict in ("valid", "noisy") for m in results.measurements)
     assert [r["rate"] for r in results.to_records()] == [None]
     declared = accelbench.bench(lambda x: x * 2.0, [a], reference=lambda x: x * 2.0, threads=1,
                                 bytes_moved=2 * a.nbytes, db=str(tmp_path / "d.sqlite"))

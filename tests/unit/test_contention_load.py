@@ -50,7 +50,7 @@ def holds_cost(m) -> bool:
 
 
 def explained(m) -> bool:
-    return m.status == "noisy" and any(w in r for r in m.verdict_reasons for w in INTERFERENCE_WORDS)
+    return m.verdict == "noisy" and any(w in r for r in m.verdict_reasons for w in INTERFERENCE_WORDS)
 
 
 class busy:
@@ -84,7 +84,7 @@ def test_under_load_the_interval_holds_the_cost_or_the_result_says_why(tmp_path,
             s = stats.summarize(m.samples_s)
             compute = m.telemetry["interference"]["compute"]
             summary = (f"{competitors} busy: median {s.median_s * 1e3:.3f} ms [{s.ci_low_s * 1e3:.3f}, "
-                       f"{s.ci_high_s * 1e3:.3f}], {m.status}: {m.verdict_reasons}; {compute}")
+                       f"{s.ci_high_s * 1e3:.3f}], {m.verdict}: {m.verdict_reasons}; {compute}")
             print(summary)
             assert holds_cost(m) or explained(m), summary
             if "not_measurable" not in compute:  # the competitors are seen: each spins a core's worth
@@ -110,4 +110,4 @@ def check_quiet(m):
                                          or (compute["run_wait_share"] or 0) >= contention.SHORT_WINDOW_WAIT_LIMIT)
     else:
         assert not compute["disturbed"]
-    assert holds_cost(m) or explained(m) or m.status == "noisy"
+    assert holds_cost(m) or explained(m) or m.verdict == "noisy"

@@ -177,7 +177,7 @@ class ThreadedDevice(NumpyBackend):
 
 
 def _assert_counts_nowhere(m, reason_part):
-    assert m.status == INVALID and not m.valid and not m.trusted
+    assert m.verdict == INVALID and not m.valid and not m.trusted
     assert any(reason_part in r for r in m.verdict_reasons), m.verdict_reasons
     assert m.warnings[0].startswith("invalid")
 
@@ -226,7 +226,7 @@ def test_the_honest_numpy_backend_stays_valid_on_every_core_workload():
                              ("elementwise", {"n": 100_000, "dtype": "float64"})):
         m = _measure(NumpyBackend(), workload, devices=real, **params)
         assert m.valid and m.check.passed, (workload, m.verdict_reasons)
-        assert m.status != INVALID and m.check.device_seen == "cpu"
+        assert m.verdict != INVALID and m.check.device_seen == "cpu"
 
 
 def test_placement_is_read_from_the_array_not_from_the_backend():
@@ -262,11 +262,11 @@ def test_a_rate_above_the_physical_peak_is_invalid_and_a_device_without_peak_say
 def test_the_honest_asynchronous_device_is_valid_and_timed_at_its_known_cost():
     cost_s = 0.005
     m = _measure(ThreadedDevice(cost_s), devices={}, n=32, dtype="float64")
-    assert m.valid and m.status != INVALID, m.verdict_reasons
+    assert m.valid and m.verdict != INVALID, m.verdict_reasons
     median_s = float(np.median(m.samples_s))
     # on a quiet machine within a few percent; a loaded one may slow the thread's wake-ups, and the
     # result must then say it is noisy rather than claim the slower time
-    assert abs(median_s / cost_s - 1) < 0.05 or m.status == "noisy", (median_s, m.verdict_reasons)
+    assert abs(median_s / cost_s - 1) < 0.05 or m.verdict == "noisy", (median_s, m.verdict_reasons)
 
 
 def test_the_verdict_and_its_reasons_are_stored(tmp_path):
@@ -275,13 +275,13 @@ def test_the_verdict_and_its_reasons_are_stored(tmp_path):
         run_id = store.start_run({"hostname": "h"}, {})
         store.add_result(run_id, m)
         back = store.results(run_id)[0]
-    assert back.status == INVALID and back.verdict_reasons == m.verdict_reasons
+    assert back.verdict == INVALID and back.verdict_reasons == m.verdict_reasons
     assert back.to_dict()["verdict"] == INVALID
 
 
 def test_a_valid_result_keeps_valid():
     m = _measure(NumpyBackend(), n=128, dtype="float64")
-    assert m.status in (VALID, "noisy")
+    assert m.verdict in (VALID, "noisy")
 
 
 @pytest.mark.parametrize("end_to_end_s, status", [(0.0035, None), (0.012, "noisy"), (0.05, "invalid")])

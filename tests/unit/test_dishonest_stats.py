@@ -78,9 +78,9 @@ def test_a_statistics_workload_that_caches_or_repeats_its_output_is_invalid(monk
     # array id's wrong result: each run misses it about 1 time in 3 on a 2-core VM, so up to 3 runs
     for _attempt in range(3):
         m = _measure(workload, params)
-        if m.status == INVALID:
+        if m.verdict == INVALID:
             break
-    assert m.status == INVALID and not m.valid, m.verdict_reasons
+    assert m.verdict == INVALID and not m.valid, m.verdict_reasons
     assert any(reason in r for r in m.verdict_reasons for reason in reasons), m.verdict_reasons
 
 
@@ -143,5 +143,5 @@ def test_a_plugin_workload_checked_only_on_a_call_of_its_own_is_unverified():
         m = _measure("separate-check", {"n": 1000, "dtype": "float64"})
     finally:
         unregister_workload("separate-check")
-    assert m.valid and m.status == "unverified" or m.status == "noisy", m.verdict_reasons
+    assert m.valid and m.verdict == "unverified" or m.verdict == "noisy", m.verdict_reasons
     assert any("not on the outputs of the timed calls" in r for r in m.verdict_reasons)

@@ -54,7 +54,7 @@ def _reasons(m) -> str:
 def test_honest_vgg_and_augment_pass_the_check_of_their_timed_outputs():
     for workload, params in (("vgg-infer", VGG), ("augment", AUGMENT), ("augment", dict(AUGMENT, where="host"))):
         m = _measure(workload, params)
-        assert m.check.passed and m.status != "invalid", (workload, m.check.detail, _reasons(m))
+        assert m.check.passed and m.verdict != "invalid", (workload, m.check.detail, _reasons(m))
         assert m.extra["fresh_input_call_s"] > 0  # the call on never-seen inputs ran and was checked
 
 
@@ -62,7 +62,7 @@ def test_honest_vgg_and_augment_pass_the_check_of_their_timed_outputs():
 def test_honest_mlp_steps_match_their_float64_replay(monkeypatch):
     monkeypatch.setattr(MLP, "epochs", 1)
     m = _measure("mlp", MLP_PARAMS)
-    assert m.check.passed and m.status != "invalid", (m.check.detail, _reasons(m))
+    assert m.check.passed and m.verdict != "invalid", (m.check.detail, _reasons(m))
     assert "float64 CPU replay" in m.check.detail and m.check.max_rel_error < 1e-4
 
 
@@ -124,7 +124,7 @@ def test_vgg_returning_cached_logits_for_repeated_inputs_is_invalid(monkeypatch,
     build = vgg_infer.build_model
     monkeypatch.setattr(vgg_infer, "build_model", lambda *a, **k: _Cached(build(*a, **k), copy))
     m = _measure("vgg-infer", VGG)
-    assert m.status == "invalid" and any(reason in _reasons(m) for reason in reasons), _reasons(m)
+    assert m.verdict == "invalid" and any(reason in _reasons(m) for reason in reasons), _reasons(m)
 
 
 def test_augment_returning_a_stale_output_is_invalid(monkeypatch):
@@ -139,7 +139,7 @@ def test_augment_returning_a_stale_output_is_invalid(monkeypatch):
 
     monkeypatch.setattr(augment, "augment", stale)
     m = _measure("augment", AUGMENT)
-    assert m.status == "invalid" and "check failed" in _reasons(m), _reasons(m)
+    assert m.verdict == "invalid" and "check failed" in _reasons(m), _reasons(m)
 
 
 # -- dishonest training steps ------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_training_steps_that_skip_the_update_or_return_a_stale_loss_are_invalid(
     monkeypatch.setattr(MLP, "epochs", 1)
     monkeypatch.setattr(training, "train_step", fake)
     m = _measure("mlp", MLP_PARAMS)
-    assert m.status == "invalid" and reason in _reasons(m), _reasons(m)
+    assert m.verdict == "invalid" and reason in _reasons(m), _reasons(m)
 
 
 def test_a_wrong_update_is_caught_by_the_replay_on_a_model_without_the_digits(monkeypatch):
@@ -189,4 +189,4 @@ def test_a_wrong_update_is_caught_by_the_replay_on_a_model_without_the_digits(mo
     monkeypatch.setattr(lstm, "HELD_OUT_WINDOWS", 200)
     monkeypatch.setattr(training, "train_step", half_step)
     m = _measure("lstm", {"batch": 16, "dtype": "float32", "steps": 3})
-    assert m.status == "invalid" and "off a float64 replay" in _reasons(m), _reasons(m)
+    assert m.verdict == "invalid" and "off a float64 replay" in _reasons(m), _reasons(m)

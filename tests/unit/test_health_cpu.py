@@ -5,7 +5,7 @@ from pathlib import Path
 
 from accelbench.devices.sysfs import SysReader
 from accelbench.health import cpu_config, cpu_hardware
-from accelbench.health.model import FAIL, INCONCLUSIVE, PASS, SKIP, WARN, Finding, exit_code
+from accelbench.health.model import FAIL, INCONCLUSIVE, PASS, SKIP, WARN, HealthFinding, exit_code
 
 DATA = Path(__file__).parent.parent / "data" / "health"
 FAULTY, V2 = SysReader(DATA / "faulty_node"), SysReader(DATA / "v2_node")
@@ -73,7 +73,7 @@ def test_what_a_machine_lacks_is_a_skip_with_why(tmp_path):
 
 def test_exit_codes_a_fault_outranks_a_busy_machine():
     def one(status):
-        return Finding("x", "cpu", status, "s")
+        return HealthFinding("x", "cpu", status, "s")
     assert exit_code([one(PASS), one(WARN), one(SKIP)]) == 0
     assert exit_code([one(PASS), one(INCONCLUSIVE)]) == 3
     assert exit_code([one(INCONCLUSIVE), one(FAIL)]) == 1

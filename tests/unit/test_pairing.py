@@ -25,7 +25,8 @@ from accelbench.report.analysis import analyse
 from accelbench.report.derived import derived_figures
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem, build_plan, usable_cpus
-from accelbench.session import RunConfig, run_plan
+from accelbench.runner.run_config import RunConfig
+from accelbench.session import run_plan
 from accelbench.runner.speedups import CPU_ALL_CORES, paired_ratio_ci, unpaired_ratio_ci
 from accelbench.store.db import Store
 from accelbench.timing import checkpoint
@@ -231,7 +232,7 @@ def test_a_stop_during_pairing_keeps_what_was_stored(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pairing, "pair_group", stop_after_first)
     try:
-        results = run_plan(_plan([48, 64]), {"numpy": NumpyBackend()}, RunConfig.of("quick", db=str(db), telemetry=False))
+        results = run_plan(_plan([48, 64]), {"numpy": NumpyBackend()}, RunConfig(RIGORS["quick"], db=str(db), telemetry=False))
     finally:
         checkpoint.clear_stop()
     assert results.interrupted and len(groups) == 2

@@ -1,5 +1,6 @@
-"""Every kind of extension is declared the same way: pyproject.toml's entry points equal each kind's
-built-in table (the stand-in without metadata), and a third party cannot take a built-in's name."""
+"""Every kind of extension is declared the same way: pyproject.toml's entry points are the only list
+of the built-ins (read from the source tree, or the installed metadata), and a third party cannot
+take a built-in's name."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -22,10 +23,50 @@ def _entry_points(monkeypatch, group: str, *points: tuple[str, str]) -> None:
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: found)
 
 
-def test_pyproject_declares_exactly_the_built_in_tables():
+def test_the_built_ins_are_pyprojects_entry_points_and_listed_nowhere_else():
     declared = tomllib.loads(PYPROJECT.read_text())["project"]["entry-points"]
     for group, table in TABLES.items():
-        assert declared[group] == table, group
+        assert table == declared[group] and list(table) == list(declared[group]), group
+    targets = {target for table in TABLES.values() for target in table.values()}
+    assert len(targets) > 35
+    source = Path(plugins.__file__).resolve().parent
+    copies = [(str(path.relative_to(source)), target) for path in sorted(source.rglob("*.py"))
+              for target in targets if f'"{target}"' in path.read_text(encoding="utf-8")]
+    assert copies == []  # a second list of them in the code would drift from pyproject.toml's
+
+
+def test_a_built_in_added_to_pyproject_alone_is_a_built_in(monkeypatch, tmp_path):
+    """One file and one entry point: the entry point in pyproject.toml is all a new built-in needs."""
+    text = PYPROJECT.read_text().replace('[project.entry-points."accelbench.workloads"]\n',
+                                         '[project.entry-points."accelbench.workloads"]\n'
+                                         'saxpy = "accelbench.workloads.saxpy:Saxpy"\n'
+                                         'elsewhere = "thirdparty.kernels:Elsewhere"\n')
+    (tmp_path / "pyproject.toml").write_text(text)
+    monkeypatch.setattr(plugins, "SOURCE_PYPROJECT", tmp_path / "pyproject.toml")
+    plugins.builtin_targets.cache_clear()
+    try:
+        found = plugins.builtin_targets(plugins.WORKLOADS_GROUP)
+        assert list(found)[:2] == ["saxpy", "matmul"] and found["saxpy"] == "accelbench.workloads.saxpy:Saxpy"
+        assert "elsewhere" not in found  # not accelbench's own: a third party's, wherever it is declared
+    finally:
+        plugins.builtin_targets.cache_clear()
+
+
+def test_an_installed_package_reads_its_built_ins_from_its_metadata(monkeypatch, tmp_path):
+    """A wheel has no pyproject.toml: its metadata, written from pyproject.toml, says the same."""
+    points = [importlib.metadata.EntryPoint("numpy", BUILTIN_BACKENDS["numpy"], plugins.BACKENDS_GROUP),
+              importlib.metadata.EntryPoint("matmul", BUILTIN_WORKLOADS["matmul"], plugins.WORKLOADS_GROUP)]
+
+    class Installed:
+        entry_points = points
+
+    monkeypatch.setattr(plugins, "SOURCE_PYPROJECT", tmp_path / "absent.toml")
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Installed)
+    plugins.builtin_targets.cache_clear()
+    try:
+        assert plugins.builtin_targets(plugins.BACKENDS_GROUP) == {"numpy": BUILTIN_BACKENDS["numpy"]}
+    finally:
+        plugins.builtin_targets.cache_clear()
 
 
 def test_built_ins_come_first_and_a_third_party_cannot_take_their_names(monkeypatch):

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
 import importlib.metadata
 import inspect
+import re
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,18 +19,20 @@ import pytest
 import accelbench
 from accelbench.errors import UsageError
 from accelbench.plugins import WORKLOADS_GROUP, entry_point_targets
-from accelbench.session import RunConfig, run_plan
-from accelbench.timing.rigor import RIGORS
+from accelbench.runner.run_config import RunConfig
+from accelbench.session import run_plan
+from accelbench.timing.rigor import RIGORS, get_rigor
 from accelbench.workloads import registry as workloads
 from accelbench.workloads.base import REQUIRED_METHODS, Workload, missing_methods
 
 SRC = Path(accelbench.__file__).resolve().parent
 # the measuring path: what the runner is given, as it is given it
 SEAM_MODULES = ("runner/execute.py", "runner/pairing.py", "runner/sync_check.py", "runner/reach.py",
-                "runner/plan.py", "runner/audit.py", "timing/harness.py", "session.py", "workloads/base.py")
+                "runner/plan.py", "runner/audit.py", "runner/run_config.py", "timing/harness.py", "session.py",
+                "workloads/base.py")
 SEAM_PARAMETERS = {"backend", "backends", "workload", "prepared", "store", "rigor"}
 # public entry points that take a rigor by name (resolved there, once)
-RIGOR_BY_NAME = {("session.py", "run"), ("session.py", "check_arguments"), ("session.py", "of")}
+RIGOR_BY_NAME = {("session.py", "run"), ("session.py", "check_arguments")}
 
 
 def _seam_annotations():
@@ -48,21 +53,53 @@ def test_every_seam_parameter_is_typed_without_any():
     assert untyped == []
 
 
-def test_the_backend_and_workload_contracts_name_no_Any():
-    """A device array is DeviceArray (object: opaque, handed back to its backend), a namespace a
-    ModuleType: mypy checks every caller of the contract instead of letting Any through."""
+# the seam modules mypy checks with no Any (pyproject.toml's override), and the classes in them
+NO_ANY_MODULES = ("accelbench.backends.base", "accelbench.workloads.base", "accelbench.runner.sinks",
+                  "accelbench.runner.plan", "accelbench.runner.audit", "accelbench.runner.run_config")
+BARE_GENERIC = re.compile(r"\b(dict|list|tuple|set|Callable|Mapping|Sequence)\b(?!\[)")
+
+
+def _seam_signatures():
+    """(where, annotation or None) for every parameter and return of the seams: the contracts'
+    methods and fields, the sinks, the run configuration, and the functions of the seam modules."""
     from accelbench.backends.base import Backend
+    from accelbench.runner.sinks import ResultSink, SpeedupSink
     from accelbench.workloads.base import Prepared
 
-    annotations = {f"Prepared.{f.name}": str(f.type) for f in dataclasses.fields(Prepared)}
-    for cls in (Backend, Workload, Prepared):
-        for name, member in vars(cls).items():
-            if callable(member) and not name.startswith("__"):
-                for parameter, annotation in inspect.get_annotations(member).items():
-                    annotations[f"{cls.__name__}.{name}({parameter})"] = str(annotation)
-    assert len(annotations) > 60  # the scan sees the contracts' methods and fields
-    assert "DeviceArray" in annotations["Backend.from_host(return)"]
-    assert [where for where, annotation in annotations.items() if "Any" in annotation] == []
+    for cls in (Prepared, RunConfig):
+        for f in dataclasses.fields(cls):
+            yield f"{cls.__name__}.{f.name}", str(f.type)
+    functions = [(f"{cls.__name__}.{name}", member) for cls in (Backend, Workload, Prepared, ResultSink, SpeedupSink)
+                 for name, member in vars(cls).items() if inspect.isfunction(member) and not name.startswith("__")]
+    for module in NO_ANY_MODULES[3:5]:  # plan.py and audit.py: what the runner hands a workload's instance
+        found = importlib.import_module(module)
+        functions += [(f"{module}.{name}", member) for name, member in vars(found).items()
+                      if inspect.isfunction(member) and member.__module__ == module]
+    for where, function in functions:
+        annotations = inspect.get_annotations(function)
+        for parameter in [*inspect.signature(function).parameters, "return"]:
+            if parameter not in ("self", "cls"):
+                yield f"{where}({parameter})", annotations.get(parameter)
+
+
+def test_the_seams_name_no_Any_written_or_implied():
+    """A device array is DeviceArray (object: opaque, handed back to its backend), a host array
+    HostArray, parameters Params: no Any written, none implied by an untyped parameter or a bare dict."""
+    found = dict(_seam_signatures())
+    assert len(found) > 150  # the scan sees the contracts' methods and fields, the sinks, plan and audit
+    assert "DeviceArray" in found["Backend.from_host(return)"] and found["Workload.work(params)"] == "Params"
+    assert [where for where, annotation in found.items() if annotation is None] == []
+    assert [where for where, a in found.items() if a and ("Any" in a or BARE_GENERIC.search(a))] == []
+
+
+def test_mypy_checks_the_seam_modules_with_no_Any():
+    """What the scan above cannot see (a value typed Any inside a body), mypy refuses in these modules."""
+    config = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    overrides = config["tool"]["mypy"]["overrides"]
+    strict = [o for o in overrides if o.get("disallow_any_explicit")]
+    assert len(strict) == 1 and set(strict[0]["module"]) == set(NO_ANY_MODULES)
+    assert all(strict[0].get(flag) is True for flag in ("disallow_any_generics", "disallow_untyped_defs",
+                                                        "disallow_incomplete_defs"))
 
 
 def test_a_rigor_is_a_Rigor_inside_and_a_name_only_where_a_run_starts():
@@ -70,9 +107,10 @@ def test_a_rigor_is_a_Rigor_inside_and_a_name_only_where_a_run_starts():
     assert set(by_name) == RIGOR_BY_NAME
     assert inspect.signature(accelbench.run).parameters["rigor"].default == "quick"
     assert inspect.signature(accelbench.bench).parameters["rigor"].default == "quick"
-    assert RunConfig.of("rigorous").rigor is RIGORS["rigorous"]
+    assert inspect.signature(RunConfig).parameters["rigor"].annotation == "Rigor"
+    assert get_rigor("rigorous") is RIGORS["rigorous"]
     with pytest.raises(UsageError, match="unknown rigor 'thorough'"):
-        RunConfig.of("thorough")
+        get_rigor("thorough")
 
 
 def test_run_plan_takes_a_run_configuration_whose_every_field_is_documented():

@@ -43,7 +43,7 @@ def test_wrong_values_are_flagged_and_get_no_rate_or_speedup():
     bad = _measure(SlightlyWrongMatmul(), n=128, dtype="float64")
     assert not bad.check.passed and "exceeds the tolerance" in bad.check.detail
     assert bad.warnings[0].startswith("invalid, time not counted: check failed")
-    assert bad.status == "invalid"
+    assert bad.verdict == "invalid"
     rows = {r.measurement is bad: r for r in analyse([good, bad])}
     assert rows[True].rate is None and rows[True].speedup_all is None
     assert rows[False].rate and rows[False].rate > 0

@@ -75,7 +75,7 @@ def _by_kind(value):
 def _decisions(m: Measurement) -> dict:
     rows = analyse([m], DEVICES)
     advice = [(f.kind, f.severity, _by_kind(f.numbers)) for f in findings(rows, DEVICES, {}, rigor="quick")]
-    return {"verdict": m.status, "reason_kinds": [kind_of(r) for r in m.verdict_reasons],
+    return {"verdict": m.verdict, "reason_kinds": [kind_of(r) for r in m.verdict_reasons],
             "warning_kinds": [kind_of(w) for w in m.warnings], "advice": advice,
             "answer": caveat_lines(rows), "disturbed": execute._disturbed(m),
             "phases": [f.status for f in execute.phase_findings(m)]}
@@ -89,7 +89,7 @@ def test_reworded_warnings_give_the_same_verdicts_advice_and_answer(monkeypatch,
     texts = [str(c) for c in (*reworded.warnings, *reworded.verdict_reasons)]
     assert texts and all(t.startswith(MARK) for t in texts), texts  # every text came from a producer, reworded
     assert [str(c) for c in original.warnings] != [str(c) for c in reworded.warnings]
-    assert original.status != "valid"  # the busy machine made it noisy: there is something to decide
+    assert original.verdict != "valid"  # the busy machine made it noisy: there is something to decide
     assert _decisions(original) == _decisions(reworded)
 
 

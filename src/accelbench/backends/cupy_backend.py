@@ -15,7 +15,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
-from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework, framework_of
+from accelbench.backends.base import Availability, framework_of
+from accelbench.backends.framework_ops import ArrayNamespaceOps, LazyFramework
 from accelbench.errors import Unsupported, UsageError
 
 INSTALL_HINT = "pip install accelbench[cupy]"

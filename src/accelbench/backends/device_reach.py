@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from accelbench.backends.registry import BackendLoadError, backend_names, get_backend
-from accelbench.devices import inventory as devices_inventory
 from accelbench.devices.model import Device
 
 
@@ -33,12 +32,6 @@ def with_backend_reach(devices: Iterable[Device], backends: Iterable[Any] | None
     """`devices` with what the backends reach added to each one's `reach` (the probe's entries win)."""
     asked = list(_loaded() if backends is None else backends)
     return tuple(replace(d, reach={**backend_reach(d, asked), **d.reach}) for d in devices)
-
-
-def inventory(probes: Iterable[str] | None = None) -> devices_inventory.Inventory:
-    """What the probes find (devices/inventory.py), with what each installed backend reaches."""
-    found = devices_inventory.collect_inventory(probes)
-    return replace(found, devices=with_backend_reach(found.devices))
 
 
 def _loaded() -> list[Any]:

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from accelbench.backends.arrays import ArrayNamespace, DeviceRandom
-from accelbench.backends.base import Availability, Backend, LazyFramework, framework_of
+from accelbench.backends.base import Availability, Backend, framework_of
+from accelbench.backends.framework_ops import LazyFramework
 from accelbench.errors import Unsupported, UsageError
 from accelbench.vocabulary import usable_cpus
 

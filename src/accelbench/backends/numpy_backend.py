@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from accelbench.backends.arrays import NumpyArrays
-from accelbench.backends.base import ArrayNamespaceOps, Availability, framework_of
+from accelbench.backends.base import Availability, framework_of
+from accelbench.backends.framework_ops import ArrayNamespaceOps
 from accelbench.backends.cpu_pool import shared_pool
 from accelbench.errors import Unsupported, UsageError
 from accelbench.vocabulary import usable_cpus

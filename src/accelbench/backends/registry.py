@@ -1,9 +1,8 @@
 """Find backends by name, load one only when asked, and say which are usable and why not.
 
 Backends are registered through the entry-point group "accelbench.backends" (the built-ins too,
-in pyproject.toml), so a third-party package adds one by declaring an entry point. When the
-package metadata is missing (running from a source tree without `pip install -e .`) the built-in
-table below stands in. Importing this module imports no framework: a backend's module is imported
+in pyproject.toml, and only there: plugins.builtin_targets), so a third-party package adds one by
+declaring an entry point. Importing this module imports no framework: a backend's module is imported
 by `get_backend`, and its framework only when the backend itself needs it.
 """
 from __future__ import annotations
@@ -13,20 +12,12 @@ from typing import Any
 
 from accelbench.backends.base import Availability, Backend
 from accelbench.errors import UsageError
-from accelbench.plugins import BACKENDS_GROUP, contract_problem, import_target, plugin_targets
+from accelbench.plugins import BACKENDS_GROUP, contract_problem, import_target, plugin_targets, builtin_targets
 
 ENTRY_POINT_GROUP = BACKENDS_GROUP
 
-# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
-BUILTIN_BACKENDS: dict[str, str] = {
-    "numpy": "accelbench.backends.numpy_backend:NumpyBackend",
-    "torch": "accelbench.backends.torch_backend:TorchBackend",
-    "jax": "accelbench.backends.jax_backend:JaxBackend",
-    "cupy": "accelbench.backends.cupy_backend:CupyBackend",
-    "pyopencl": "accelbench.backends.opencl_backend:OpenCLBackend",
-    "keras-torch": "accelbench.backends.keras_backend:KerasTorchBackend",
-    "keras-jax": "accelbench.backends.keras_backend:KerasJaxBackend",
-}
+# name -> "module:attribute" of accelbench's own, as pyproject.toml declares them (listed there only)
+BUILTIN_BACKENDS: dict[str, str] = builtin_targets(ENTRY_POINT_GROUP)
 
 _instances: dict[str, Backend] = {}
 _registered: dict[str, type[Backend] | str] = {}  # in-process additions: name -> class or "module:Class"

@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from accelbench.backends.base import ArrayNamespaceOps, Availability, LazyFramework, framework_of
+from accelbench.backends.base import Availability, framework_of
+from accelbench.backends.framework_ops import ArrayNamespaceOps, LazyFramework
 from accelbench.devices.cuda_arch import arch_list_supports, parse_capability, parse_cuda_target
 from accelbench.errors import Unsupported, UsageError
 

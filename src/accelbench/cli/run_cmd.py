@@ -78,7 +78,9 @@ def _run(args) -> int:
     from accelbench.store.ceilings import measured_inventory
     from accelbench.runner.deadline import DEFAULT_SPEC_TIMEOUT_S
     from accelbench.runner.plan import parse_list, parse_sizes
-    from accelbench.session import RunConfig, load_backends, run_plan
+    from accelbench.runner.run_config import RunConfig
+    from accelbench.session import load_backends, run_plan
+    from accelbench.timing.rigor import get_rigor
     from accelbench.vocabulary import DEFAULT_SEED
     from accelbench.runner.plan import build_plan
     from accelbench.session import host_memory_bytes
@@ -112,8 +114,8 @@ def _run(args) -> int:
     # the epoch lines and a live progress bar would overwrite each other
     with _progress(len(plan.items), disabled=args.no_progress or getattr(args, "verbose", False)) as (on_start, on_done):
         seed = DEFAULT_SEED if args.seed is None else args.seed  # 0 is a seed, not "unset"
-        results = run_plan(plan, backends, RunConfig.of(
-            rigor, db=args.db, seed=seed, selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
+        results = run_plan(plan, backends, RunConfig(
+            get_rigor(rigor), db=args.db, seed=seed, selection=selection, on_start=on_start, on_done=on_done, debug=args.debug,
             telemetry=not args.no_telemetry, inventory=inventory,
             timeout=DEFAULT_SPEC_TIMEOUT_S if args.timeout is None else args.timeout))
     if args.json:
@@ -279,7 +281,7 @@ class _progress:
 
         self.done += 1
         if hasattr(result, "samples_s"):
-            outcome = f"{format_seconds(median(result.samples_s))}, {result.status}"
+            outcome = f"{format_seconds(median(result.samples_s))}, {result.verdict}"
         else:
             outcome = f"skipped: {result.reason.splitlines()[0]}"
         print(printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} "

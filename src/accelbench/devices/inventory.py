@@ -21,20 +21,12 @@ from accelbench.devices import isolated
 from accelbench.devices.model import Device, PeakFigure, ProbeReport
 from accelbench.devices.probing import run_probe
 from accelbench.errors import UsageError
-from accelbench.plugins import PROBES_GROUP, load_target, plugin_targets
+from accelbench.plugins import PROBES_GROUP, load_target, plugin_targets, builtin_targets
 
 SCHEMA_VERSION = 1
 
-# name -> "module:function"; the same as pyproject.toml, for source trees without metadata
-BUILTIN_PROBES: dict[str, str] = {
-    "cpu": "accelbench.devices.cpu:probe",              # /proc, /sys, threadpoolctl
-    "nvidia": "accelbench.devices.nvidia:probe",        # NVML (nvidia-ml-py)
-    "amd": "accelbench.devices.amd:probe",              # amdsmi, or /sys/class/drm
-    "apple": "accelbench.devices.apple:probe",          # sysctl on macOS
-    "opencl": "accelbench.devices.opencl:probe",        # PyOpenCL
-    "torch": "accelbench.devices.torch_probe:probe",    # imports torch: on demand
-    "jax": "accelbench.devices.jax_probe:probe",        # imports jax: on demand
-}
+# name -> "module:attribute" of accelbench's own, as pyproject.toml declares them (listed there only)
+BUILTIN_PROBES: dict[str, str] = builtin_targets(PROBES_GROUP)
 
 # environment variables that decide which devices a framework sees, or how it runs
 DEVICE_ENV_VARS = (

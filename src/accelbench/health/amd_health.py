@@ -12,7 +12,7 @@ from typing import Any
 from accelbench.devices.amd import AmdsmiAdapter, AmdsmiError, RecordedAmdsmi
 from accelbench.health import nvml_health as nh
 from accelbench.health.bounded import call_within
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, Finding, finding
+from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
 
 CALL_LIMIT_S = 5.0
 SPEED_TO_GEN = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}   # MT/s per lane
@@ -64,12 +64,12 @@ def _ask(adapter, name: str, index: int) -> tuple[Any, str]:
     return outcome.value, ""
 
 
-def _unanswered(dev: str, check: str, why: str) -> Finding:
+def _unanswered(dev: str, check: str, why: str) -> HealthFinding:
     status = SKIP if "not_supported" in why else FAIL
     return finding(f"{dev}.{check}", dev, status, why, source=CONFIG)
 
 
-def ecc_finding(adapter, index: int, dev: str) -> Finding:
+def ecc_finding(adapter, index: int, dev: str) -> HealthFinding:
     counts, why = _ask(adapter, "ecc_count", index)
     if counts is None:
         return _unanswered(dev, "ecc", why)
@@ -83,7 +83,7 @@ def ecc_finding(adapter, index: int, dev: str) -> Finding:
                    measured=measured, expected=0, source=CONFIG)
 
 
-def bad_pages_finding(adapter, index: int, dev: str) -> Finding:
+def bad_pages_finding(adapter, index: int, dev: str) -> HealthFinding:
     pages, why = _ask(adapter, "bad_pages", index)
     if pages is None:
         return _unanswered(dev, "retired_memory", why)
@@ -95,7 +95,7 @@ def bad_pages_finding(adapter, index: int, dev: str) -> Finding:
                    measured=len(pages), expected=0, source=CONFIG)
 
 
-def pcie_finding(adapter, index: int, dev: str) -> Finding:
+def pcie_finding(adapter, index: int, dev: str) -> HealthFinding:
     info, why = _ask(adapter, "pcie_info", index)
     if info is None:
         return _unanswered(dev, "pcie_link", why)
@@ -106,7 +106,7 @@ def pcie_finding(adapter, index: int, dev: str) -> Finding:
     return nh.pcie_finding(nh.Asker(None, index, dev), props, loaded=False)
 
 
-def throttle_finding(adapter, index: int, dev: str) -> Finding:
+def throttle_finding(adapter, index: int, dev: str) -> HealthFinding:
     status, why = _ask(adapter, "throttle_status", index)
     if status is None:
         return _unanswered(dev, "throttle", why)
@@ -116,7 +116,7 @@ def throttle_finding(adapter, index: int, dev: str) -> Finding:
     return finding(f"{dev}.throttle", dev, PASS, "not throttled", measured=0, expected=0, source=CONFIG)
 
 
-def amd_findings(devices: list, adapter=None) -> list[Finding]:
+def amd_findings(devices: list, adapter=None) -> list[HealthFinding]:
     """Every AMD GPU of the inventory (`rocm:N` in PCI order, the adapter's order too)."""
     if not devices:
         return []
@@ -130,7 +130,7 @@ def amd_findings(devices: list, adapter=None) -> list[Finding]:
     if not started.ok:
         why = "did not answer" if started.timed_out else str(started.error)
         return [finding(f"{d.id}.amdsmi", d.id, FAIL, f"amdsmi init: {why}", source=CONFIG) for d in devices]
-    found: list[Finding] = []
+    found: list[HealthFinding] = []
     for index, device in enumerate(devices):
         for check in (ecc_finding, bad_pages_finding, pcie_finding, throttle_finding):
             found.append(check(adapter, index, device.id))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from accelbench.devices.sysfs import SysReader, parse_cpu_list
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, Finding, finding
+from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
 
 CPU_ROOT = "sys/devices/system/cpu"
 V1_CPU_MOUNTS = ("sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpuacct,cpu")
@@ -90,7 +90,7 @@ def cores_given(environ: Mapping[str, str], cpu_count: int) -> tuple[int, str]:
     return slurm if slurm else (cpu_count, f"os.cpu_count() = {cpu_count}")
 
 
-def quota_finding(reader: SysReader, given: int, given_source: str) -> Finding:
+def quota_finding(reader: SysReader, given: int, given_source: str) -> HealthFinding:
     quota = read_quota(reader)
     if quota is None:
         return finding("cpu.quota", "cpu", PASS, "no CPU quota on this process's cgroup", measured=None,
@@ -104,7 +104,7 @@ def quota_finding(reader: SysReader, given: int, given_source: str) -> Finding:
                    unit="cores", source=CONFIG, detail=f"{quota.where}; cores given: {given_source}")
 
 
-def affinity_finding(environ: Mapping[str, str], affinity: set[int], cpu_count: int) -> Finding:
+def affinity_finding(environ: Mapping[str, str], affinity: set[int], cpu_count: int) -> HealthFinding:
     allowed = len(affinity)
     shown = _cpu_ranges(affinity)
     slurm = slurm_cpus(environ)
@@ -132,7 +132,7 @@ def _cpu_ranges(cpus: set[int]) -> str:
     return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
 
 
-def governor_finding(reader: SysReader) -> Finding:
+def governor_finding(reader: SysReader) -> HealthFinding:
     cpus = parse_cpu_list(reader.line(f"{CPU_ROOT}/online")) or [0]
     governors = {cpu: reader.line(f"{CPU_ROOT}/cpu{cpu}/cpufreq/scaling_governor") for cpu in cpus}
     known = {cpu: g for cpu, g in governors.items() if g}
@@ -162,7 +162,7 @@ def _capped(reader: SysReader, cpus: list[int]) -> str:
     return ""
 
 
-def turbo_finding(reader: SysReader) -> Finding:
+def turbo_finding(reader: SysReader) -> HealthFinding:
     no_turbo = reader.integer(f"{CPU_ROOT}/intel_pstate/no_turbo")
     boost = reader.integer(f"{CPU_ROOT}/cpufreq/boost")
     if no_turbo is None and boost is None:
@@ -183,7 +183,7 @@ def live_affinity() -> set[int]:
 
 
 def config_findings(reader: SysReader, environ: Mapping[str, str], affinity: set[int],
-                    cpu_count: int) -> list[Finding]:
+                    cpu_count: int) -> list[HealthFinding]:
     given, source = cores_given(environ, cpu_count)
     return [quota_finding(reader, min(given, len(affinity)) if not slurm_cpus(environ) else given, source),
             affinity_finding(environ, affinity, cpu_count), governor_finding(reader), turbo_finding(reader)]

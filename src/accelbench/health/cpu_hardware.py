@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 
 from accelbench.devices.sysfs import SysReader, parse_cpu_list
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, THEORY, WARN, Finding, finding
+from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, THEORY, WARN, HealthFinding, finding
 
 CPU_ROOT = "sys/devices/system/cpu"
 EDAC_ROOT = "sys/devices/system/edac/mc"
@@ -31,7 +31,7 @@ def throttle_counts(reader: SysReader) -> dict[str, int] | None:
     return totals if seen else None
 
 
-def throttle_finding(before: dict[str, int] | None, after: dict[str, int] | None) -> Finding:
+def throttle_finding(before: dict[str, int] | None, after: dict[str, int] | None) -> HealthFinding:
     if after is None:
         return finding("cpu.thermal", "cpu", SKIP, "no thermal_throttle counters in sysfs (not an Intel CPU, "
                        "or a VM): throttling cannot be read", source=CONFIG)
@@ -46,7 +46,7 @@ def throttle_finding(before: dict[str, int] | None, after: dict[str, int] | None
                    source=CONFIG, detail=f"{CPU_ROOT}/cpu*/thermal_throttle")
 
 
-def edac_finding(reader: SysReader) -> Finding:
+def edac_finding(reader: SysReader) -> HealthFinding:
     controllers = reader.children(EDAC_ROOT, "mc")
     if not controllers:
         return finding("cpu.memory_errors", "cpu", SKIP, "no EDAC memory controllers in sysfs (a VM, or the "
@@ -66,7 +66,7 @@ def edac_finding(reader: SysReader) -> Finding:
                    measured=measured, expected=0, source=CONFIG)
 
 
-def numa_finding(reader: SysReader) -> Finding:
+def numa_finding(reader: SysReader) -> HealthFinding:
     nodes = reader.children(NODE_ROOT, "node")
     if not nodes:
         return finding("cpu.numa", "cpu", SKIP, "no NUMA nodes in sysfs", source=CONFIG)
@@ -128,7 +128,7 @@ def read_dimms(reader: SysReader) -> Dimms | None:
     return Dimms(slots, populated, min(known) if known else None)
 
 
-def dimm_finding(dimms: Dimms | None) -> Finding:
+def dimm_finding(dimms: Dimms | None) -> HealthFinding:
     if dimms is None:
         return finding("cpu.memory_channels", "cpu", SKIP, f"memory slots unknown: no SMBIOS type 17 entries in "
                        f"/{DMI_ROOT} (a VM, or not root): no channel bandwidth to expect", source=THEORY)

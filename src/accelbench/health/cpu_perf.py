@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 
 from accelbench.health import expected as exp
-from accelbench.health.model import FAIL, INCONCLUSIVE, PASS, SKIP, Finding, finding, ratio_status
+from accelbench.health.model import FAIL, INCONCLUSIVE, PASS, SKIP, HealthFinding, finding, ratio_status
 
 SEED = 20240607
 # level -> (matmul order, STREAM elements, rigor, seconds a step may take)
@@ -65,7 +65,7 @@ def rate(m, metric: str) -> float | None:
     return amount / median_s if median_s > 0 and amount > 0 else None
 
 
-def judge(step: Step, m, expectation: exp.Expected | None, elapsed_s: float) -> Finding:
+def judge(step: Step, m, expectation: exp.Expected | None, elapsed_s: float) -> HealthFinding:
     value = rate(m, step.metric)
     interference = (m.telemetry or {}).get("interference", {}).get("compute") or {}
     base = dict(unit=step.unit, elapsed_s=elapsed_s, extra={"interference": interference, "verdict": m.verdict})
@@ -125,7 +125,7 @@ def _same(m, step: Step, threads: int | None = None) -> bool:
 
 
 def perf_findings(level: str, device, threads: int, scale: float, scale_note: str, db_path: str | None,
-                  hostname: str, theory: exp.Expected | None = None) -> list[Finding]:
+                  hostname: str, theory: exp.Expected | None = None) -> list[HealthFinding]:
     import time
 
     found = []

@@ -10,7 +10,7 @@ from typing import Any
 from accelbench.health import expected as exp
 from accelbench.health import nvml_health as nh
 from accelbench.health.bounded import run_child
-from accelbench.health.model import CONFIG, FAIL, LINK, PASS, SKIP, Finding, finding, ratio_status
+from accelbench.health.model import CONFIG, FAIL, LINK, PASS, SKIP, HealthFinding, finding, ratio_status
 
 # level -> (matmul order, pattern bytes, repeats, seconds the load step may take)
 LOAD = {"quick": (4096, 2**28, 5, 60.0), "standard": (8192, 2**30, 10, 90.0), "long": (8192, 2**33, 50, 300.0)}
@@ -44,7 +44,7 @@ class Sampler:
         self._stop.set()
 
 
-def load_findings(nvml, device, level: str) -> list[Finding]:
+def load_findings(nvml, device, level: str) -> list[HealthFinding]:
     dev = device.id
     if importlib.util.find_spec("torch") is None:
         return [finding(f"{dev}.load", dev, SKIP, "no torch installed: no memory pattern test, matmul or bandwidth "
@@ -65,7 +65,7 @@ def load_findings(nvml, device, level: str) -> list[Finding]:
     return judge_load(device, outcome.value, sampled, outcome.elapsed_s)
 
 
-def judge_load(device, result: dict[str, Any], sampled: Sampler, elapsed_s: float) -> list[Finding]:
+def judge_load(device, result: dict[str, Any], sampled: Sampler, elapsed_s: float) -> list[HealthFinding]:
     dev, props = device.id, device.properties
     found = [_pattern(dev, result)]
     metric = "bf16_matrix" if result.get("matmul_dtype") == "bfloat16" else "fp32"
@@ -84,7 +84,7 @@ def judge_load(device, result: dict[str, Any], sampled: Sampler, elapsed_s: floa
     return [f if f.elapsed_s else _with_time(f, elapsed_s) for f in found]
 
 
-def _with_time(f: Finding, elapsed_s: float) -> Finding:
+def _with_time(f: HealthFinding, elapsed_s: float) -> HealthFinding:
     from dataclasses import replace
 
     return replace(f, elapsed_s=elapsed_s)
@@ -98,7 +98,7 @@ def link_theory(props: dict) -> exp.Expected | None:
                         f"PCIe gen {gen} x{width}: {PCIE_LANE_BYTES_S[gen] / 1e9:.3g} GB/s per lane after encoding")
 
 
-def _pattern(dev: str, result: dict) -> Finding:
+def _pattern(dev: str, result: dict) -> HealthFinding:
     errors, size = result.get("pattern_errors"), result.get("pattern_bytes", 0)
     shown = f"{size / 2**20:.0f} MiB, patterns 00 FF 55 AA and a ramp"
     if errors:
@@ -108,7 +108,7 @@ def _pattern(dev: str, result: dict) -> Finding:
                    source=CONFIG)
 
 
-def _rate(check: str, dev: str, value: float | None, expected: exp.Expected | None, unit: str, what: str) -> Finding:
+def _rate(check: str, dev: str, value: float | None, expected: exp.Expected | None, unit: str, what: str) -> HealthFinding:
     if not value:
         return finding(check, dev, SKIP, f"{what}: not measured", unit=unit)
     if expected is None:
@@ -120,7 +120,7 @@ def _rate(check: str, dev: str, value: float | None, expected: exp.Expected | No
                    unit=unit, source=expected.source, detail=expected.detail)
 
 
-def _clock(dev: str, clocks: list[int], max_mhz: int | None) -> Finding:
+def _clock(dev: str, clocks: list[int], max_mhz: int | None) -> HealthFinding:
     if not clocks or not max_mhz:
         return finding(f"{dev}.clock", dev, SKIP, "SM clock under load not sampled", source=CONFIG)
     top = max(clocks)
@@ -129,7 +129,7 @@ def _clock(dev: str, clocks: list[int], max_mhz: int | None) -> Finding:
                    measured=top, expected=max_mhz, unit="MHz", source=CONFIG)
 
 
-def nvidia_findings(devices: list, level: str, nvml=None) -> list[Finding]:
+def nvidia_findings(devices: list, level: str, nvml=None) -> list[HealthFinding]:
     """Every NVIDIA GPU of the inventory; `nvml` a replay in tests, else the real library."""
     if not devices:
         return []
@@ -142,7 +142,7 @@ def nvidia_findings(devices: list, level: str, nvml=None) -> list[Finding]:
     why = nh.start(nvml)
     if why:
         return [finding(f"{d.id}.nvml", d.id, FAIL, why, source=CONFIG) for d in devices]
-    found: list[Finding] = []
+    found: list[HealthFinding] = []
     for device in devices:
         state = nh.state_findings(nvml, device)
         found += state
@@ -151,6 +151,6 @@ def nvidia_findings(devices: list, level: str, nvml=None) -> list[Finding]:
     return found
 
 
-def _hung(findings: list[Finding]) -> bool:
+def _hung(findings: list[HealthFinding]) -> bool:
     return any("did not answer" in f.summary for f in findings)
 

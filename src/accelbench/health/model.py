@@ -22,7 +22,7 @@ DATASHEET, FORMULA, FLEET, HISTORY, CONFIG, THEORY, LINK = (
 
 
 @dataclass(frozen=True)
-class Finding:
+class HealthFinding:
     """One check of one device: PASS, WARN, FAIL, SKIP or INCONCLUSIVE, and why."""
 
     check: str                      # "cpu.quota", "cuda:0.pcie_link"
@@ -50,11 +50,11 @@ class Finding:
         return data
 
 
-def finding(check: str, device: str, status: str, summary: str, **kwargs: Any) -> Finding:
-    return Finding(check, device, status, summary, **kwargs)
+def finding(check: str, device: str, status: str, summary: str, **kwargs: Any) -> HealthFinding:
+    return HealthFinding(check, device, status, summary, **kwargs)
 
 
-def overall(findings: list[Finding]) -> str:
+def overall(findings: list[HealthFinding]) -> str:
     """FAIL over INCONCLUSIVE over the rest: a definite fault outranks a busy machine."""
     statuses = {f.status for f in findings}
     if FAIL in statuses:
@@ -64,7 +64,7 @@ def overall(findings: list[Finding]) -> str:
     return WARN if WARN in statuses else PASS
 
 
-def exit_code(findings: list[Finding]) -> int:
+def exit_code(findings: list[HealthFinding]) -> int:
     return {FAIL: EXIT_FAULT, INCONCLUSIVE: EXIT_INCONCLUSIVE}.get(overall(findings), EXIT_HEALTHY)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from accelbench.devices.nvml_adapter import NvmlError
 from accelbench.health.bounded import call_within
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, Finding, finding
+from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
 from accelbench.telemetry.nvml import THROTTLE_BITS
 from accelbench.telemetry.nvml_calls import PynvmlTelemetry, RecordedTelemetryNvml
 
@@ -97,13 +97,13 @@ class Asker:
             return None, f"NVML {name}: {type(outcome.error).__name__}: {outcome.error}"
         return outcome.value, ""
 
-    def unanswered(self, check: str, why: str) -> Finding:
+    def unanswered(self, check: str, why: str) -> HealthFinding:
         quiet = "not_supported" in why or "function_not_found" in why
         return finding(f"{self.device_id}.{check}", self.device_id, SKIP if quiet and not self.hung else FAIL,
                        why if quiet else f"{why}: the GPU or its driver does not respond", source=CONFIG)
 
 
-def ecc_finding(a: Asker, ecc_enabled: bool | None) -> Finding:
+def ecc_finding(a: Asker, ecc_enabled: bool | None) -> HealthFinding:
     counts = {}
     for counter in ("volatile", "aggregate"):
         value, why = a.ask("ecc_errors", counter)
@@ -124,7 +124,7 @@ def ecc_finding(a: Asker, ecc_enabled: bool | None) -> Finding:
     return finding(check, dev, PASS, "no uncorrected ECC errors", measured=counts, expected=0, source=CONFIG)
 
 
-def retired_finding(a: Asker) -> Finding:
+def retired_finding(a: Asker) -> HealthFinding:
     check, dev = f"{a.device_id}.retired_memory", a.device_id
     rows, why_rows = a.ask("remapped_rows")
     if rows is not None:  # Ampere and later remap rows instead of retiring pages
@@ -149,7 +149,7 @@ def retired_finding(a: Asker) -> Finding:
                    measured=measured, expected=0, source=CONFIG)
 
 
-def pcie_finding(a: Asker, props: dict, loaded: bool) -> Finding:
+def pcie_finding(a: Asker, props: dict, loaded: bool) -> HealthFinding:
     check, dev = f"{a.device_id}.pcie_link", a.device_id
     gen_now, gen_max = props.get("pcie_generation_current"), props.get("pcie_generation_max")
     width_now, width_max = props.get("pcie_width_current_lanes"), props.get("pcie_width_max_lanes")
@@ -168,7 +168,7 @@ def pcie_finding(a: Asker, props: dict, loaded: bool) -> Finding:
     return finding(check, dev, PASS, f"PCIe link {measured}", measured=measured, expected=expected, source=CONFIG)
 
 
-def throttle_finding(a: Asker, mask: int | None, why: str, when: str) -> Finding:
+def throttle_finding(a: Asker, mask: int | None, why: str, when: str) -> HealthFinding:
     check, dev = f"{a.device_id}.throttle", a.device_id
     if mask is None:
         return a.unanswered("throttle", why)
@@ -184,7 +184,7 @@ def throttle_finding(a: Asker, mask: int | None, why: str, when: str) -> Finding
                    measured=names, expected=[], source=CONFIG)
 
 
-def persistence_finding(a: Asker) -> Finding:
+def persistence_finding(a: Asker) -> HealthFinding:
     value, why = a.ask("persistence_mode")
     if value is None:
         return a.unanswered("persistence", why)
@@ -194,7 +194,7 @@ def persistence_finding(a: Asker) -> Finding:
                    source=CONFIG)
 
 
-def state_findings(nvml, device) -> list[Finding]:
+def state_findings(nvml, device) -> list[HealthFinding]:
     """The idle checks of one GPU (`device` from the inventory)."""
     a = Asker(nvml, int(device.properties.get("nvml_index", 0)), device.id)
     found = [ecc_finding(a, device.properties.get("ecc_enabled")), retired_finding(a),

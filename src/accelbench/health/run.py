@@ -13,7 +13,7 @@ from accelbench.devices.sysfs import SysReader
 from accelbench.health import cpu_config, cpu_hardware, cpu_perf
 from accelbench.health import expected as exp
 from accelbench.health.bounded import call_within
-from accelbench.health.model import FAIL, SKIP, THEORY, Finding, exit_code, finding, overall
+from accelbench.health.model import FAIL, SKIP, THEORY, HealthFinding, exit_code, finding, overall
 
 INVENTORY_LIMIT_S = 60.0
 PROBES = ("cpu", "nvidia", "amd", "apple", "opencl")
@@ -23,7 +23,7 @@ PROBES = ("cpu", "nvidia", "amd", "apple", "opencl")
 class Report:
     level: str
     host: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[HealthFinding] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     @property
@@ -39,7 +39,7 @@ class Report:
                 "elapsed_s": round(self.elapsed_s, 2), "findings": [f.to_dict() for f in self.findings]}
 
 
-def inventory_devices(db_path: str | None) -> tuple[list, Finding | None]:
+def inventory_devices(db_path: str | None) -> tuple[list, HealthFinding | None]:
     """The inventory's devices with this host's measured ceilings; a hung probe is a FAIL."""
     from accelbench.store.ceilings import measured_inventory
 
@@ -53,7 +53,7 @@ def inventory_devices(db_path: str | None) -> tuple[list, Finding | None]:
 
 
 def cpu_findings(level: str, device, reader: SysReader, environ: Mapping[str, str], affinity: set[int],
-                 db_path: str | None, hostname: str) -> list[Finding]:
+                 db_path: str | None, hostname: str) -> list[HealthFinding]:
     cpu_count = len(_online(reader)) or os.cpu_count() or 1
     found = cpu_config.config_findings(reader, environ, affinity, cpu_count)
     dimms = cpu_hardware.read_dimms(reader)
@@ -85,7 +85,7 @@ def _online(reader: SysReader) -> list[int]:
     return parse_cpu_list(reader.line("sys/devices/system/cpu/online"))
 
 
-def gpu_findings(devices: list, level: str, nvml=None, amdsmi=None) -> list[Finding]:
+def gpu_findings(devices: list, level: str, nvml=None, amdsmi=None) -> list[HealthFinding]:
     from accelbench.health.amd_health import amd_findings
     from accelbench.health.gpu_checks import nvidia_findings
 

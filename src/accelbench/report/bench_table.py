@@ -29,9 +29,9 @@ def _column(spec) -> str:
 def _cell(row) -> str:
     m = row.measurement
     if not m.valid:
-        return m.status
+        return m.verdict
     time = time_text(row.summary)
-    return time if m.status == "valid" else f"{time} ({m.status})"
+    return time if m.verdict == "valid" else f"{time} ({m.verdict})"
 
 
 def cells(rows: Iterable[Any], skips: Iterable[Any] = ()) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:

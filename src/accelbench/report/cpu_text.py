@@ -51,7 +51,7 @@ def cpu_sentence(rows: Iterable[Row]) -> str | None:
             continue
         what = " ".join(str(p) for p in (workload, row.spec.param("kernel"), row.spec.param("dtype")) if p)
         # a noisy rate is no measured figure to set against a peak: said as noisy, with no share
-        share = _share(row) if row.measurement.trusted else f"{row.measurement.status}: its share of a peak not stated"
+        share = _share(row) if row.measurement.trusted else f"{row.measurement.verdict}: its share of a peak not stated"
         parts.append(f"{what} on {_how(row)}: {format_si(row.rate or 0.0, row.rate_unit)}"
                      + (f", {share}" if share else ""))
     return "The CPU side (all cores): " + "; ".join(parts) + "." if parts else None

@@ -159,7 +159,7 @@ def energy_rows(rows: list[Row]) -> list[dict[str, Any]]:
             work = m.work.flops if m.work.flops else m.work.bytes_moved
             unit = "FLOP" if m.work.flops else "B"
             out.append({"workload": m.spec.workload, "series": series_label(m.spec),
-                        "params": variant_text(row, ()), "device": str(device), "status": m.status,
+                        "params": variant_text(row, ()), "device": str(device), "status": m.verdict,
                         "energy_j": float(data["energy_j"]),
                         "uncertainty_j": data.get("energy_uncertainty_j"),
                         "per_call_j": float(per_call) if isinstance(per_call, (int, float)) else None,

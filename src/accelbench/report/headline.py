@@ -148,7 +148,7 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
         verdicts.append(DeviceVerdict(
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
-            transfer_share=_share(e2e), verdicts=Counter(r.measurement.status for r in items)))
+            transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items)))
     return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows))
 
 
@@ -168,11 +168,11 @@ def device_description(record: Mapping[str, Any]) -> str:
 def caveat_lines(rows: list[Row], busy_notice: str | None = None) -> list[str]:
     """What qualifies the answer, grouped: the machine was busy; how many results are not plainly valid, and why."""
     found = [busy_notice[0].upper() + busy_notice[1:] + "."] if busy_notice else []
-    statuses = Counter(r.measurement.status for r in rows)
+    statuses = Counter(r.measurement.verdict for r in rows)
     doubtful = sum(n for v, n in statuses.items() if v != "valid")
     if doubtful:
         why = Counter(reason_kind(r.measurement.verdict_reasons[0]) for r in rows
-                      if r.measurement.status != "valid" and r.measurement.verdict_reasons)
+                      if r.measurement.verdict != "valid" and r.measurement.verdict_reasons)
         counts = ", ".join(f"{statuses[v]} {v}" for v in VERDICT_ORDER[1:] if statuses.get(v))
         reasons = "; ".join(f"{kind} ({n})" for kind, n in why.most_common(4))
         found.append(f"{doubtful} of {len(rows)} results are not plainly valid ({counts})"

@@ -167,14 +167,14 @@ def _extras(row: Row) -> str:
 
 def _verdict_cell(m) -> str:
     """The verdict, and its reasons on hover and in the row's note: every number is a claim."""
-    css = {"invalid": "failed", "noisy": "noisy", "unverified": "noisy"}.get(m.status, "valid")
+    css = {"invalid": "failed", "noisy": "noisy", "unverified": "noisy"}.get(m.verdict, "valid")
     reasons = "; ".join(m.verdict_reasons)
-    return f'<span class="verdict {css}" title="{esc(reasons)}">{esc(m.status)}</span>'
+    return f'<span class="verdict {css}" title="{esc(reasons)}">{esc(m.verdict)}</span>'
 
 
 def _warnings_note(row: Row) -> str:
     m = row.measurement
-    parts = [f"{esc(m.status)}: " + " · ".join(esc(r) for r in m.verdict_reasons)] if m.verdict_reasons else []
+    parts = [f"{esc(m.verdict)}: " + " · ".join(esc(r) for r in m.verdict_reasons)] if m.verdict_reasons else []
     # a warning that restates a verdict reason ("invalid, time not counted: …") is said once
     warnings = [w for w in m.warnings if not any(reason in w for reason in m.verdict_reasons)]
     parts += ["warnings: " + " · ".join(esc(w) for w in warnings)] if warnings else []

@@ -34,7 +34,7 @@ def counts_text(rows: Sequence[Any], skips: Sequence[Any]) -> str:
     """"3 results (2 valid, 1 invalid); 1 skipped, 1 failed"."""
     verdicts: dict[str, int] = {}
     for row in rows:
-        verdicts[row.measurement.status] = verdicts.get(row.measurement.status, 0) + 1
+        verdicts[row.measurement.verdict] = verdicts.get(row.measurement.verdict, 0) + 1
     inner = ", ".join(f"{n} {v}" for v, n in verdicts.items())
     results = f"{len(rows)} result{'s' if len(rows) != 1 else ''}" + (f" ({inner})" if inner else "")
     return f"{results}; {len(not_failed(skips))} skipped, {len(failures(skips))} failed"

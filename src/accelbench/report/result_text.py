@@ -43,9 +43,9 @@ def time_text(summary) -> str:
 def verdict_text(measurement) -> str:
     """"valid", or the verdict with its first reason: "invalid: relative error 5.00e-01 …"."""
     reasons = list(getattr(measurement, "verdict_reasons", ()) or ())
-    if measurement.status == "valid" or not reasons:
-        return measurement.status
-    return f"{measurement.status}: {reasons[0]}"
+    if measurement.verdict == "valid" or not reasons:
+        return measurement.verdict
+    return f"{measurement.verdict}: {reasons[0]}"
 
 
 def speedup_text(row) -> str:

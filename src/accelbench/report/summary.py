@@ -178,9 +178,9 @@ def _rate_and_verdict(row: Row) -> str:
     m = row.measurement
     if not m.valid:
         return "—\n[red]invalid[/]"
-    style = {"valid": "green", "noisy": "yellow", "unverified": "yellow"}.get(m.status, "")
+    style = {"valid": "green", "noisy": "yellow", "unverified": "yellow"}.get(m.verdict, "")
     rate = format_si(row.rate, row.rate_unit) if row.rate else "—"
-    return f"{rate}\n[{style}]{m.status}[/]" if style else f"{rate}\n{m.status}"
+    return f"{rate}\n[{style}]{m.verdict}[/]" if style else f"{rate}\n{m.verdict}"
 
 
 def workload_tables(workload: str, rows: list[Row], console: Console) -> tuple[list[Table], str]:
@@ -213,11 +213,11 @@ def _rate_text(row: Row) -> str:
     m = row.measurement
     if not m.valid:
         return "[red]invalid[/]"
-    return (format_si(row.rate, row.rate_unit) if row.rate else "—") + _VERDICT_STYLE.get(m.status, "")
+    return (format_si(row.rate, row.rate_unit) if row.rate else "—") + _VERDICT_STYLE.get(m.verdict, "")
 
 
 def verdict_counts(rows: list[Row]) -> str:
-    counts = Counter(row.measurement.status for row in rows)
+    counts = Counter(row.measurement.verdict for row in rows)
     return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
 
 
@@ -228,8 +228,8 @@ def _render_verdicts(rows: list[Row], console: Console) -> None:
     by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
     for row in rows:
         m = row.measurement
-        if m.status != "valid" and m.verdict_reasons:
-            by_reason[(m.status, m.verdict_reasons[0])].append(f"{m.spec.workload} {where(row)} {params_text(m.spec)}")
+        if m.verdict != "valid" and m.verdict_reasons:
+            by_reason[(m.verdict, m.verdict_reasons[0])].append(f"{m.spec.workload} {where(row)} {params_text(m.spec)}")
     for (status, reason), labels in sorted(by_reason.items(), key=lambda item: -severity(item[0][0])):
         style = "red" if status == "invalid" else "yellow"
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")

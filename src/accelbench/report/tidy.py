@@ -58,7 +58,7 @@ def tidy_record(row: Row, *, run_id: str, started_at: str | None = None, host: s
     record.update({
         "first_call_s": m.first_call_s, "check_passed": m.check.passed,
         "max_rel_error": error if math.isfinite(error) else None,
-        "verdict": m.status, "verdict_reasons": "; ".join(m.verdict_reasons), "warnings": "; ".join(m.warnings),
+        "verdict": m.verdict, "verdict_reasons": "; ".join(m.verdict_reasons), "warnings": "; ".join(m.warnings),
     })
     return record
 

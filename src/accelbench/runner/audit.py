@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from accelbench.backends import raw_access
-from accelbench.backends.base import DeviceArray
+from accelbench.backends.base import DeviceArray, HostArray
 from accelbench.errors import Unsupported
 from accelbench.backends.placement import observe
 from accelbench.results import Check
@@ -43,7 +43,7 @@ from accelbench.units import format_seconds
 from accelbench.workloads.base import Prepared
 from accelbench.verdict import (CACHED, CHECK_FAILED, CHECKED_APART, INVALID, NOISY, PLACEMENT_CLAIMED,
                                PLACEMENT_UNOBSERVED, READ_BACK, SYNC_FAILED, SYNC_UNPROVEN, UNCHECKED, UNVERIFIED,
-                               VALID, WRONG_DEVICE, Finding)
+                               VALID, WRONG_DEVICE, VerdictReason)
 
 # a call on fresh inputs may be slower than a call on inputs seen before (cold caches, first
 # touch), but not by this much: then the timed calls did less than the work. Each attempt pairs
@@ -78,14 +78,14 @@ class Capture:
 @dataclasses.dataclass
 class AuditResult:
     check: Check
-    findings: list[Finding]
+    findings: list[VerdictReason]
     fresh_call_s: float | None = None
 
 
 def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
           calls_per_sample: int, median_s: float, overhead_s: float,
           to_host: Callable[[DeviceArray], object] | None = None) -> AuditResult:
-    findings: list[Finding] = []
+    findings: list[VerdictReason] = []
     fresh_s = None
     if prepared.draws_afresh and to_host is not None:
         findings += _repeated_draws(capture, synchronize, to_host)
@@ -93,7 +93,7 @@ def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object
         if prepared.verify is None:
             raise Unsupported("the workload gives neither check_output nor verify: its outputs cannot be checked")
         check = prepared.verify()
-        findings.append(Finding(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
+        findings.append(VerdictReason(UNVERIFIED, "checked on a call of its own, not on the outputs of the timed calls "
                                             "(a workload gives check_output for that: workloads/rotation.py)",
                                 CHECKED_APART))
     else:
@@ -104,18 +104,18 @@ def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object
         if check.passed and to_host is not None:
             findings += _sync_proven(prepared, capture, synchronize, clock, to_host, calls_per_sample, median_s)
     if not check.passed:
-        findings.append(Finding(INVALID, f"check failed: {check.detail}", CHECK_FAILED))
+        findings.append(VerdictReason(INVALID, f"check failed: {check.detail}", CHECK_FAILED))
     if prepared.unverified:
-        findings.append(Finding(UNVERIFIED, prepared.unverified, UNCHECKED))
+        findings.append(VerdictReason(UNVERIFIED, prepared.unverified, UNCHECKED))
     check, placement = _observed(prepared, capture.last, check, device)
     findings += placement
     return AuditResult(check, findings, fresh_s)
 
 
 def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host: Callable[[DeviceArray], object]
-                    ) -> list[Finding]:
+                    ) -> list[VerdictReason]:
     """Two timed calls of a workload that draws afresh each call cannot return identical results."""
-    def host(output: DeviceArray) -> list:
+    def host(output: DeviceArray) -> list[HostArray]:
         parts = output if isinstance(output, tuple) else (output,)
         return [np.asarray(to_host(part)) for part in parts]
 
@@ -126,7 +126,7 @@ def _repeated_draws(capture: Capture, synchronize: Callable[[], object], to_host
         outputs.append(host(capture.last))
     first, second = outputs
     if len(first) == len(second) and all(np.array_equal(a, b) for a, b in zip(first, second)):
-        return [Finding(INVALID, "two timed calls returned identical results though each draws new random "
+        return [VerdictReason(INVALID, "two timed calls returned identical results though each draws new random "
                                  "numbers: the backend may cache results or skip work", CACHED)]
     return []
 
@@ -154,7 +154,7 @@ def _checked_rounds(prepared: Prepared, capture: Capture, synchronize: Callable[
 
 
 def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
-                 to_host: Callable[[DeviceArray], object], calls_per_sample: int, median_s: float) -> list[Finding]:
+                 to_host: Callable[[DeviceArray], object], calls_per_sample: int, median_s: float) -> list[VerdictReason]:
     """The timed call, as timed, ended by synchronize() and by reading each output back (sync_probe.prove)."""
     if capture.last is None or isinstance(capture.last, (tuple, list, dict)):
         return []
@@ -165,7 +165,7 @@ def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[],
     if 4 * rounds * calls * median_s > PROOF_MAX_S:
         calls = variants + 1  # a buffer still written twice in a block
         if 4 * rounds * calls * median_s > PROOF_MAX_S:
-            return [Finding(VALID, f"synchronisation not proven on the timed call itself: one call takes "
+            return [VerdictReason(VALID, f"synchronisation not proven on the timed call itself: one call takes "
                                    f"{format_seconds(median_s)} (the start-of-run probe stands)", SYNC_UNPROVEN)]
 
     def read_back(output: DeviceArray) -> object:
@@ -178,19 +178,19 @@ def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[],
         with contention.watch() as window:
             proof = prove(capture, synchronize, read_back, clock, calls, rounds, coin=_PRIVATE.random)
     except Exception as error:  # noqa: BLE001 - an output the backend cannot read back in part
-        return [Finding(VALID, f"synchronisation not proven on the timed call itself: reading its output back "
+        return [VerdictReason(VALID, f"synchronisation not proven on the timed call itself: reading its output back "
                                f"failed ({type(error).__name__}: {error})", SYNC_UNPROVEN)]
     loaded = unproven_under_load(proof, window.result)
     if loaded is not None:
         return [loaded]
     if proof.status == NOT_WAITING:
-        return [Finding(INVALID, proof.detail, SYNC_FAILED)]
+        return [VerdictReason(INVALID, proof.detail, SYNC_FAILED)]
     if proof.status == UNPROVEN:
-        return [Finding(NOISY, proof.detail, SYNC_UNPROVEN)]
+        return [VerdictReason(NOISY, proof.detail, SYNC_UNPROVEN)]
     if median_s > 0 and proof.synced_s > TIMED_FACTOR * median_s:
         # like with like: blocks ended by synchronize() as the timing ended its blocks, the fastest of the
         # proof's (load only slows a block); the read-back blocks' lost overlap is the proof's to judge
-        return [Finding(NOISY, f"the timed calls took {format_seconds(median_s)}, the same calls ended by "
+        return [VerdictReason(NOISY, f"the timed calls took {format_seconds(median_s)}, the same calls ended by "
                                f"synchronize() in the sync proof {format_seconds(proof.synced_s)} at best (each "
                                f"output read back {format_seconds(proof.proven_s)}): measured while the machine "
                                "was busy, or the timed calls did not all finish", READ_BACK,
@@ -229,7 +229,7 @@ def _wake(prepared: Prepared, synchronize: Callable[[], object]) -> None:
 
 
 def _fresh_calls(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock,
-                 overhead_s: float, median_s: float = 0.0) -> tuple[Check, float, list[Finding]]:
+                 overhead_s: float, median_s: float = 0.0) -> tuple[Check, float, list[VerdictReason]]:
     """Calls on inputs never seen, each then one on inputs seen before; every output checked.
 
     A cache's warm call, delayed by a burst of load, once cleared it (a copying cache on µs calls:
@@ -266,7 +266,7 @@ def _fresh_calls(prepared: Prepared, capture: Capture, synchronize: Callable[[],
         if (median_s > 0 and fresh_s <= _fresh_limit(median_s)) or passed >= FRESH_PAIRS_TO_PASS:
             return check, fresh_s, []
     fresh_s, warm_s = min(pairs, key=lambda pair: pair[0] / max(pair[1], 1e-12))
-    return check, fresh_s, [Finding(INVALID, f"a call on new inputs took {format_seconds(fresh_s)}, "
+    return check, fresh_s, [VerdictReason(INVALID, f"a call on new inputs took {format_seconds(fresh_s)}, "
                                              f"{fresh_s / max(warm_s, 1e-12):,.0f}× a call on inputs seen before "
                                              f"({format_seconds(warm_s)}; {passed} of {len(pairs)} pairs within "
                                              f"{FRESH_FACTOR:g}×): the backend may cache results for repeated "
@@ -284,20 +284,20 @@ def _fresh_limit(warm_s: float) -> float:
     return max(FRESH_FACTOR * warm_s, warm_s + FRESH_SLACK_S)
 
 
-def _observed(prepared: Prepared, output: DeviceArray, check: Check, device: str) -> tuple[Check, list[Finding]]:
+def _observed(prepared: Prepared, output: DeviceArray, check: Check, device: str) -> tuple[Check, list[VerdictReason]]:
     """The check with the placement read from the array; a mismatch makes the result invalid."""
     if output is None:
-        return check, [Finding(VALID, "placement not observed: the timed call returned nothing to inspect",
+        return check, [VerdictReason(VALID, "placement not observed: the timed call returned nothing to inspect",
                                PLACEMENT_UNOBSERVED)]
     target = prepared.placed(output) if prepared.placed else output
     seen = observe(target)
     if seen.device is None:
-        return check, [Finding(UNVERIFIED, f"placement claimed by the backend ({check.device_seen}), "
+        return check, [VerdictReason(UNVERIFIED, f"placement claimed by the backend ({check.device_seen}), "
                                            f"not observed: {seen.how}; its outputs could only be written "
                                            "and read through the backend itself", PLACEMENT_CLAIMED)]
     checked = dataclasses.replace(check, device_seen=seen.device)
     if seen.device != device:
-        return checked, [Finding(INVALID, f"the output lives on {seen.device} ({seen.how}), not on {device}: "
+        return checked, [VerdictReason(INVALID, f"the output lives on {seen.device} ({seen.how}), not on {device}: "
                                           "the work did not run where it was asked to", WRONG_DEVICE,
                                  {"seen": seen.device, "asked": device})]
     return checked, []

@@ -32,7 +32,7 @@ from accelbench.timing.sync_probe import SyncProbe
 from accelbench.units import format_seconds
 from accelbench.vocabulary import DEFAULT_SEED
 from accelbench.verdict import (CHECK_FAILED, DISTURBING, INVALID, NOISY, NOT_COUNTED, PHASES, REFUSED, REMEASURED,
-                               SYNC_UNTESTED, TARGET, THREADS_BEYOND, THREADS_CLAIM, VALID, Caveat, Finding, combine,
+                               SYNC_UNTESTED, TARGET, THREADS_BEYOND, THREADS_CLAIM, VALID, Caveat, VerdictReason, combine,
                                kind_of)
 from accelbench.workloads.base import Prepared, SelfTimed, Workload
 from accelbench.workloads.registry import get_workload
@@ -109,7 +109,7 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     probe = trust.sync_probe(backend, spec.device, clock)  # before the workload takes memory
     if probe is not None and not probe.ok:
         return refused(item, workload, probe)
-    sync = [Finding(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
+    sync = [VerdictReason(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
         measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
@@ -132,7 +132,7 @@ def refused(item: PlanItem, workload: Workload, probe: SyncProbe) -> Measurement
         workload_version=str(workload.version))
 
 
-def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measurement:
+def judged(m: Measurement, findings: list[VerdictReason], devices: dict) -> Measurement:
     """The measurement with its verdict: its own findings, phases that must add up, a plausible rate."""
     findings = findings + phase_findings(m) + (judge_rate(m, devices) if m.check.passed else [])
     verdict = combine(findings)
@@ -142,7 +142,7 @@ def judged(m: Measurement, findings: list[Finding], devices: dict) -> Measuremen
     return dataclasses.replace(m, verdict=verdict.status, verdict_reasons=verdict.reasons, warnings=tuple(warnings))
 
 
-def phase_findings(m: Measurement) -> list[Finding]:
+def phase_findings(m: Measurement) -> list[VerdictReason]:
     """to_device + compute + to_host must be consistent with end_to_end (each timed apart)."""
     medians = {phase: stats.median(samples) for phase, samples in m.phases_s.items() if samples}
     if "end_to_end" not in medians:
@@ -154,12 +154,12 @@ def phase_findings(m: Measurement) -> list[Finding]:
             f"{format_seconds(whole_s)} end to end")
     if whole_s > PHASES_INVALID_FACTOR * parts_s + PHASES_SLACK_S:
         if _disturbed(m):  # a busy machine can part the phases' medians this far: not proof of a missing wait
-            return [Finding(NOISY, f"the phases do not add up: {text}, measured while the timings were disturbed",
+            return [VerdictReason(NOISY, f"the phases do not add up: {text}, measured while the timings were disturbed",
                             PHASES, figures)]
-        return [Finding(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device", PHASES,
+        return [VerdictReason(INVALID, f"the phases do not add up: {text}; a phase does not wait for the device", PHASES,
                         figures)]
     if whole_s > PHASES_FACTOR * parts_s + PHASES_SLACK_S or parts_s > PHASES_FACTOR * whole_s + PHASES_SLACK_S:
-        return [Finding(NOISY, f"the phases do not add up: {text}", PHASES, figures)]
+        return [VerdictReason(NOISY, f"the phases do not add up: {text}", PHASES, figures)]
     return []
 
 
@@ -171,7 +171,7 @@ def _disturbed(m: Measurement) -> bool:
 
 
 def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepared, rigor: Rigor,
-           clock: Clock | None, sampler: TelemetrySampler | None = None) -> tuple[Measurement, list[Finding]]:
+           clock: Clock | None, sampler: TelemetrySampler | None = None) -> tuple[Measurement, list[VerdictReason]]:
     device = item.spec.device
     watched = sorted({device, "cpu"})
     quiesce.settle()  # the previous spec's thread pools, still spinning, would share our cores
@@ -215,7 +215,7 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
     for phase, timing in timings.items():
         if phase != "compute":
             warnings += [Caveat(w).in_phase(phase) for w in timing.warnings if kind_of(w) != TARGET]
-    findings = audited.findings + [Finding(NOISY, w) for w in compute.warnings if _disturbs(w)]
+    findings = audited.findings + [VerdictReason(NOISY, w) for w in compute.warnings if _disturbs(w)]
     if prepared.record_samples:
         prepared.record_samples({k: t.samples_s for k, t in timings.items()})
     extra = prepared.metrics() if prepared.metrics else {}
@@ -229,8 +229,8 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
     ), findings, windows, device), backend)
 
 
-def _threads_observed(attached: tuple[Measurement, list[Finding]], backend: Backend
-                      ) -> tuple[Measurement, list[Finding]]:
+def _threads_observed(attached: tuple[Measurement, list[VerdictReason]], backend: Backend
+                      ) -> tuple[Measurement, list[VerdictReason]]:
     """A CPU result names how its backend ran (`implementation`: "numpy, 2 threads, blocked"), and
     warns where it claims N threads but its threads ran well under N at a time (runnable time / wall
     time, which load elsewhere does not lower). The time stays right, so the verdict stands; such a
@@ -248,7 +248,7 @@ def _threads_observed(attached: tuple[Measurement, list[Finding]], backend: Back
     return measurement, findings + _threads_beyond_claim(measurement)
 
 
-def _threads_beyond_claim(m: Measurement) -> list[Finding]:
+def _threads_beyond_claim(m: Measurement) -> list[VerdictReason]:
     """A CPU result whose threads ran well beyond the count it records (a backend that widens its
     own affinity, or ignores the limit it was given) is invalid: its time is no N-thread time, so
     no speed-up or baseline may rest on it. Runnable time / wall time counts a thread waiting for
@@ -264,7 +264,7 @@ def _threads_beyond_claim(m: Measurement) -> list[Finding]:
     if demanded <= THREADS_BEYOND_FACTOR * m.threads or demanded <= m.threads + THREADS_BEYOND_SLACK:
         return []
     widened = f"; {usable} cores are open to it now" if usable is not None and usable > m.threads else ""
-    return [Finding(INVALID, f"threads: claims {m.threads} but its threads ran {demanded:.1f} at a time "
+    return [VerdictReason(INVALID, f"threads: claims {m.threads} but its threads ran {demanded:.1f} at a time "
                              f"(runnable time / wall time){widened}: the backend used more cores than it was given",
                     THREADS_BEYOND, {"threads": m.threads, "cores_demanded": demanded})]
 
@@ -281,14 +281,14 @@ def _disturbs(warning: str) -> bool:
 
 
 def _self_timed(item: PlanItem, workload: Workload, prepared: Prepared, timed: SelfTimed, telemetry: dict
-                ) -> tuple[Measurement, list[Finding]]:
+                ) -> tuple[Measurement, list[VerdictReason]]:
     if prepared.verify is None:
         raise Unsupported(f"{item.spec.workload} times itself but gives no verify() to check its output")
     check = prepared.verify()
-    findings = [] if check.passed else [Finding(INVALID, f"check failed: {check.detail}", CHECK_FAILED)]
-    findings += [Finding(NOISY, w) for w in timed.warnings if _disturbs(w)]
+    findings = [] if check.passed else [VerdictReason(INVALID, f"check failed: {check.detail}", CHECK_FAILED)]
+    findings += [VerdictReason(NOISY, w) for w in timed.warnings if _disturbs(w)]
     if not timed.target_met:
-        findings.append(Finding(NOISY, "the interval missed its target", TARGET))
+        findings.append(VerdictReason(NOISY, "the interval missed its target", TARGET))
     return Measurement(
         spec=item.spec, phases_s=dict(timed.phases_s), first_call_s=timed.first_call_s,
         work=workload.work(item.params), check=check, warnings=tuple(timed.warnings),

@@ -12,7 +12,7 @@ from decimal import Decimal
 from accelbench.backends.base import DTYPES
 from accelbench.backends.registry import Listed
 from accelbench.errors import UsageError
-from accelbench.results import Skip, Spec
+from accelbench.results import Params, Skip, Spec
 from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline, usable_cpus
 from accelbench.workloads.base import Workload
 from accelbench.workloads.registry import QUICK_SUITE, get_workload, workload_names
@@ -32,7 +32,7 @@ class PlanItem:
     threads: int | None  # CPU threads to run with (None: as the backend has them)
 
     @property
-    def params(self) -> dict:
+    def params(self) -> Params:
         return {k: v for k, v in self.spec.params if k != "threads"}
 
 
@@ -137,7 +137,7 @@ def _thread_counts(backend: str, device: str, all_threads: int, workload: Worklo
     return [all_threads]
 
 
-def _check_size(workload: Workload, params: dict, host_memory_bytes: int | None) -> None:
+def _check_size(workload: Workload, params: Params, host_memory_bytes: int | None) -> None:
     if host_memory_bytes is None:
         return
     need = workload.footprint_bytes(params)

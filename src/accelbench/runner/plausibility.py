@@ -18,7 +18,7 @@ from accelbench.results import Measurement
 from accelbench.runner.memory_levels import memory_bound, working_set_bytes
 from accelbench.timing import stats
 from accelbench.units import format_si
-from accelbench.verdict import BEYOND_PEAK, INVALID, NO_TIME, RATE_UNBOUNDED, VALID, Finding
+from accelbench.verdict import BEYOND_PEAK, INVALID, NO_TIME, RATE_UNBOUNDED, VALID, VerdictReason
 from accelbench.workloads.registry import crosses_host_link
 
 MARGIN = 1.25                # clock and datasheet uncertainty
@@ -99,14 +99,14 @@ def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None
     return device
 
 
-def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[Finding]:
+def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[VerdictReason]:
     """INVALID where FLOP/s or B/s exceed the bound; a note where the rate cannot be bounded."""
     median_s = stats.median(m.samples_s) if m.samples_s else 0.0
     if median_s <= 0:
-        return [Finding(INVALID, "no time was measured (median 0 s): nothing can be that fast", NO_TIME)]
+        return [VerdictReason(INVALID, "no time was measured (median 0 s): nothing can be that fast", NO_TIME)]
     device = bounding_device(m, devices)
     if device is None:
-        return [Finding(VALID, f"rate unbounded: {m.spec.device} is not in the inventory, so no peak bounds it",
+        return [VerdictReason(VALID, f"rate unbounded: {m.spec.device} is not in the inventory, so no peak bounds it",
                          RATE_UNBOUNDED)]
     findings, checked = [], False
     dtype = m.spec.param("dtype")
@@ -119,11 +119,11 @@ def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[Finding]:
         checked = True
         rate = amount / median_s
         if rate > bound.value:
-            findings.append(Finding(INVALID, f"faster than this device can compute: {format_si(rate, unit)} is "
+            findings.append(VerdictReason(INVALID, f"faster than this device can compute: {format_si(rate, unit)} is "
                                              f"{rate / bound.peak:,.0%} of its peak ({bound.basis}); the backend "
                                              "may skip work or not wait for the device", BEYOND_PEAK,
                                     {"rate": rate, "unit": unit, "peak": bound.peak}))
     if not checked and (m.work.flops or m.work.bytes_moved):
-        findings.append(Finding(VALID, f"rate unbounded: no peak is known for {device.id}, so the rate "
+        findings.append(VerdictReason(VALID, f"rate unbounded: no peak is known for {device.id}, so the rate "
                                        "cannot be checked for plausibility", RATE_UNBOUNDED))
     return findings

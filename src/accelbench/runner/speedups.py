@@ -129,7 +129,7 @@ def median_stands(m: Measurement, phase: str) -> bool:
     add up). Noisy from load, drift or a missed target, its median moved: no reference."""
     if m.trusted:
         return True
-    if not m.valid or m.status != NOISY or phase != "compute":
+    if not m.valid or m.verdict != NOISY or phase != "compute":
         return False
     kinds = {kind_of(reason) for reason in m.verdict_reasons}
     return bool(kinds) and not kinds & TIMING_MOVED and "" not in kinds

@@ -10,8 +10,8 @@ measured here count, never imported ones, and `accelbench ceilings --forget` set
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -81,7 +81,7 @@ def why_not_a_ceiling(m: Measurement, devices: dict[str, Device]) -> str | None:
     from accelbench.runner.plausibility import judge_rate
 
     if not m.trusted:
-        return f"its verdict is {m.status}"
+        return f"its verdict is {m.verdict}"
     if not _declaration(m.spec.workload)[1]:
         return f"{m.spec.workload} does not measure a ceiling"
     if m.spec.backend not in BUILTIN_BACKENDS:
@@ -109,13 +109,15 @@ def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str,
 
 
 def measured_inventory(probes: Iterable[str] | None = None, db_path: str | None = None):
-    """The device inventory with what each installed backend reaches, and this host's measured
-    ceilings (from the results database at `db_path`, or the default one) as "measured" peaks; none
-    where there is no database yet."""
-    from accelbench.backends.device_reach import inventory
+    """The inventory a run, `accelbench info` and `accelbench.inventory()` see: what the probes find
+    (devices/inventory.collect_inventory), with what each installed backend reaches and this host's
+    measured ceilings (from the results database at `db_path`, or the default one) as "measured"
+    peaks; none where there is no database yet. The one builder of the whole inventory."""
+    from accelbench.backends.device_reach import with_backend_reach
     from accelbench.devices import inventory as inventory_module
 
-    found = inventory(None if probes is None else tuple(probes))
+    found = inventory_module.collect_inventory(None if probes is None else tuple(probes))
+    found = dataclasses.replace(found, devices=with_backend_reach(found.devices))
     return inventory_module.with_measured_peaks(found, _ceilings_at(db_path, found.devices))
 
 

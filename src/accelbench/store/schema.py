@@ -263,7 +263,7 @@ def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
         "calls_per_sample": int(m.calls_per_sample), "target_met": int(bool(m.target_met)),
         "threads": None if m.threads is None else int(m.threads), "extra_json": dumps(dict(m.extra)),
         "telemetry_json": dumps(dict(m.telemetry)),
-        "verdict": m.status, "verdict_reasons_json": dumps(caveats_to_json(m.verdict_reasons)),
+        "verdict": m.verdict, "verdict_reasons_json": dumps(caveats_to_json(m.verdict_reasons)),
         "workload_version": m.workload_version,
     }
 

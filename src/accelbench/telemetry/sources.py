@@ -7,17 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from accelbench.plugins import TELEMETRY_GROUP, load_target, plugin_targets
+from accelbench.plugins import TELEMETRY_GROUP, load_target, plugin_targets, builtin_targets
 from accelbench.telemetry.model import ERROR, NO_TELEMETRY_API, NOT_SUPPORTED, NoData, Source
 
-# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
-BUILTIN_SOURCES: dict[str, str] = {
-    "psutil": "accelbench.telemetry.cpu:PsutilSource",
-    "rapl": "accelbench.telemetry.rapl:RaplSource",
-    "nvml": "accelbench.telemetry.nvml:NvmlSource",
-    "amdsmi": "accelbench.telemetry.amd:AmdsmiSource",
-    "ioreg": "accelbench.telemetry.apple:IoregSource",
-}
+# name -> "module:attribute" of accelbench's own, as pyproject.toml declares them (listed there only)
+BUILTIN_SOURCES: dict[str, str] = builtin_targets(TELEMETRY_GROUP)
 
 OPENCL_REASON = ("OpenCL has no API for utilisation, power, clocks or temperature; the vendor's own "
                  "interface covers the same chip (NVML for NVIDIA, amdsmi for AMD; a PoCL device is the CPU, "

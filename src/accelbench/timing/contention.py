@@ -363,11 +363,11 @@ class watch:
 def attach(measurement: Any, findings: list, windows: dict[str, Interference | None], device: str):
     """The measurement with its windows' figures in telemetry["interference"], and the findings
     with a `noisy` one per disturbed window (the phase named unless it is the compute one)."""
-    from accelbench.verdict import NOISY, Finding
+    from accelbench.verdict import NOISY, VerdictReason
 
     telemetry = dict(measurement.telemetry)
-    found = [Finding(NOISY, ("" if phase == "compute" else f"{phase}: ") + window.text(), window.cause)
+    found = [VerdictReason(NOISY, ("" if phase == "compute" else f"{phase}: ") + window.text(), window.cause)
              for phase, window in windows.items() if window is not None and window.disturbed]
-    found += [Finding(NOISY, reason) for reason in device_reasons(telemetry, device)]
+    found += [VerdictReason(NOISY, reason) for reason in device_reasons(telemetry, device)]
     telemetry["interference"] = {phase: w.to_dict() for phase, w in windows.items() if w is not None}
     return dataclasses.replace(measurement, telemetry=telemetry), found + list(findings)  # the cause first

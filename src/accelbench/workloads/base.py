@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, Protocol
 
-from accelbench.results import Check, Work
+from accelbench.results import Check, Params, Work
 
 if TYPE_CHECKING:
     from accelbench.backends.base import Backend, DeviceArray
+    from accelbench.timing.rigor import Rigor
 
 
 #: What a workload's figures say about a device (Workload.role), a closed vocabulary:
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
 #: "model": a whole model or application (deep learning, statistics), read on its own figures.
 Role = Literal["compute-bound", "memory-bound", "transfer", "model"]
 ROLES: tuple[Role, ...] = ("compute-bound", "memory-bound", "transfer", "model")
+
+
+class SelfTiming(Protocol):
+    """A workload that times itself (Prepared.self_timed): measures at `rigor`, a sync before every clock read."""
+
+    def __call__(self, *, rigor: Rigor) -> SelfTimed: ...
 
 
 @dataclass
@@ -46,16 +53,16 @@ class Prepared:
     release: Callable[[], None] | None = None
     #: workload-specific figures after timing and verification (time to accuracy, latency
     #: percentiles, peak memory...), stored in Measurement.extra; names carry units
-    metrics: Callable[[], dict] | None = None
+    metrics: Callable[[], dict[str, object]] | None = None
     #: for workloads that must time themselves (several processes: ddp): called as
     #: self_timed(rigor=Rigor), returns SelfTimed; the harness is skipped
-    self_timed: Callable[..., "SelfTimed"] | None = None
+    self_timed: SelfTiming | None = None
     #: a fixed block size for the harness (1: each sample is one training step or inference
     #: batch), and samples taken even past the rigor's budget (a workload's own minimum)
     calls_per_block: int | None = None
     min_samples: int = 0
     #: given the samples per phase (seconds per call) once timing ends, before metrics()
-    record_samples: Callable[[dict], None] | None = None
+    record_samples: Callable[[dict[str, tuple[float, ...]]], None] | None = None
     check_output: Callable[[DeviceArray], Check] | None = None
     poison: Callable[[], None] | None = None
     refresh: Callable[[], None] | None = None
@@ -90,7 +97,7 @@ class Prepared:
             return None
         steps = [s for s in (self.to_device, self.compute, self.to_host) if s is not None]
 
-        def whole_trip():
+        def whole_trip() -> object:
             result = None
             for step in steps:
                 result = step()
@@ -138,21 +145,21 @@ class Workload(abc.ABC):
     cpu_baseline: str = "numpy"
 
     @abc.abstractmethod
-    def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[dict]:
+    def grid(self, sizes: list[int] | None, dtypes: list[str] | None, quick: bool) -> list[Params]:
         """Parameter dicts to run; `sizes`/`dtypes` override the defaults where given."""
         raise NotImplementedError
 
     @abc.abstractmethod
-    def work(self, params: dict) -> Work:
+    def work(self, params: Params) -> Work:
         raise NotImplementedError
 
     @abc.abstractmethod
-    def footprint_bytes(self, params: dict) -> int:
+    def footprint_bytes(self, params: Params) -> int:
         """Device memory the instance needs, so absurd sizes are refused before anything runs."""
         raise NotImplementedError
 
     @abc.abstractmethod
-    def prepare(self, backend: Backend, device: str, params: dict, seed: int) -> Prepared:
+    def prepare(self, backend: Backend, device: str, params: Params, seed: int) -> Prepared:
         raise NotImplementedError
 
 

@@ -5,34 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from accelbench.errors import UsageError
-from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets
+from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets, builtin_targets
 from accelbench.results import Spec
 from accelbench.workloads.base import Role, Workload
 
-# name -> "module:Class"; the same as pyproject.toml, for source trees without metadata
-BUILTIN_WORKLOADS = {
-    "matmul": "accelbench.workloads.matmul:Matmul",
-    "stream": "accelbench.workloads.memory:Stream",
-    "memcpy": "accelbench.workloads.memcpy:Memcpy",
-    "reduce": "accelbench.workloads.memory:Reduce",
-    "elementwise": "accelbench.workloads.memory:Elementwise",
-    # deep learning
-    "mlp": "accelbench.workloads.dl.mlp:MLP",
-    "cnn": "accelbench.workloads.dl.cnn:CNN",
-    "lstm": "accelbench.workloads.dl.lstm:LSTM",
-    "amp": "accelbench.workloads.dl.amp:AMP",
-    "transfer": "accelbench.workloads.dl.transfer_learning:TransferLearning",
-    "vgg-infer": "accelbench.workloads.dl.vgg_infer:VGGInfer",
-    "augment": "accelbench.workloads.dl.augment:Augment",
-    "ddp": "accelbench.workloads.dl.ddp:DDP",
-    # statistics
-    "montecarlo": "accelbench.workloads.stats.montecarlo:MonteCarlo",
-    "bootstrap": "accelbench.workloads.stats.bootstrap:Bootstrap",
-    "integrate": "accelbench.workloads.stats.integrate:Integrate",
-    "simstudy": "accelbench.workloads.stats.simstudy:SimStudy",
-    "distance": "accelbench.workloads.stats.distance:Distance",
-    "mcmc": "accelbench.workloads.stats.mcmc:MCMC",
-}
+# name -> "module:attribute" of accelbench's own, as pyproject.toml declares them (listed there only)
+BUILTIN_WORKLOADS: dict[str, str] = builtin_targets(WORKLOADS_GROUP)
 QUICK_SUITE = ("matmul", "stream", "memcpy", "reduce", "elementwise")
 
 # workloads given as objects (a user's function through accelbench.bench) live here for the process

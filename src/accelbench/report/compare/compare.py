@@ -129,7 +129,7 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
               if not m.check.passed else f"invalid in run {name}: {m.verdict_reasons[0] if m.verdict_reasons else ''}"
               for name, m in (("A", a), ("B", b)) if not m.valid]
     if failed:
-        return SpecComparison(spec, "excluded", note="; ".join(failed), result_verdicts=(a.status, b.status))
+        return SpecComparison(spec, "excluded", note="; ".join(failed), result_verdicts=(a.verdict, b.verdict))
     median_a, median_b = stats.median(a.samples_s), stats.median(b.samples_s)
     n_a, n_b = len(a.samples_s), len(b.samples_s)
     if median_a <= 0 or median_b <= 0:
@@ -141,17 +141,17 @@ def compare_measurements(a: Measurement, b: Measurement, *, same_within: float =
     verdict = verdict_of(ci, test, same_within=same_within, alpha=alpha)
     if min(n_a, n_b) < MIN_SAMPLES:
         verdict, note = "inconclusive", _join(note, f"too few samples for a verdict (need {MIN_SAMPLES})")
-    noisy = [name for name, m in (("A", a), ("B", b)) if m.status != "valid"]
+    noisy = [name for name, m in (("A", a), ("B", b)) if m.verdict != "valid"]
     if noisy and verdict in ("faster", "slower"):  # a disturbed measurement never carries a verdict
         verdict = "inconclusive"
         note = _join(note, f"inconclusive (noisy): run {' and '.join(noisy)} not valid ("
-                           + "; ".join(f"{m.status}: {m.verdict_reasons[0]}" for name, m in (("A", a), ("B", b))
+                           + "; ".join(f"{m.verdict}: {m.verdict_reasons[0]}" for name, m in (("A", a), ("B", b))
                                        if name in noisy and m.verdict_reasons) + ")")
     within_noise = verdict in ("faster", "slower") and noise is not None and not noise.clears(ci)
     if within_noise and noise is not None:  # a change of the size identical runs show on this machine is not a finding
         verdict, note = "inconclusive", _join(note, f"within run-to-run noise ({noise.text()})")
     return SpecComparison(spec, verdict, median_a, median_b, n_a, n_b, within_noise=within_noise, speedup=ci,
-                          p_value=test.p_value, note=note, result_verdicts=(a.status, b.status), noise=noise)
+                          p_value=test.p_value, note=note, result_verdicts=(a.verdict, b.verdict), noise=noise)
 
 
 def _join(*notes: str) -> str:

@@ -173,8 +173,8 @@ def results_table_html(rows: Sequence["Row"]) -> str:
     for row in rows:
         m = row.measurement
         rate = format_si(row.rate, row.rate_unit) if m.valid and row.rate else "—"
-        check = (escape(m.status) if m.valid
-                 else f'<span style="color:#cf222e;font-weight:bold">{escape(m.status)}</span>')
+        check = (escape(m.verdict) if m.valid
+                 else f'<span style="color:#cf222e;font-weight:bold">{escape(m.verdict)}</span>')
         time = _time_cell(row.summary) if m.valid else "— (not counted)"
         cells.append((escape(m.spec.workload), escape(where(m.spec)), escape(params_text(m.spec)),
                       escape(time), escape(rate), check, escape(_speedup_cell(row))))
@@ -184,5 +184,5 @@ def results_table_html(rows: Sequence["Row"]) -> str:
 
 
 def _row_notes(m) -> list[str]:
-    notes = [f"{m.status}: " + "; ".join(m.verdict_reasons)] if m.status != "valid" and m.verdict_reasons else []
+    notes = [f"{m.verdict}: " + "; ".join(m.verdict_reasons)] if m.verdict != "valid" and m.verdict_reasons else []
     return notes + (["warnings: " + "; ".join(m.warnings)] if m.warnings else [])

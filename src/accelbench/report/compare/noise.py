@@ -214,7 +214,7 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
     members: dict[tuple[str, ...], list[float]] = {}
     # with a machine reference the scatter is learnt from undisturbed results only: a noisy result
     # carries no verdict, and its swing (a neighbour's burst) is not what an undisturbed spec shows
-    clean = {a.spec.key for a, b in usable if machine is None or (a.status == "valid" and b.status == "valid")}
+    clean = {a.spec.key for a, b in usable if machine is None or (a.verdict == "valid" and b.verdict == "valid")}
     for a, _ in usable:
         if a.spec.key not in clean:
             continue

@@ -192,7 +192,7 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     """One result projected onto `target`, or the reason it cannot be."""
     if not m.valid:
         return ("check failed: a wrong answer is not projected" if not m.check.passed
-                else f"{m.status}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
+                else f"{m.verdict}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
     if crosses_host_link(m.spec):
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:

@@ -146,7 +146,7 @@ def user_figure(benchmark: Benchmark, m: Measurement, device_name: str) -> UserF
         if present and str(value) != str(wanted):
             return None
     if not m.valid:
-        return f"{spec_label(m.spec)}: {m.status}, not placed"
+        return f"{spec_label(m.spec)}: {m.verdict}, not placed"
     median_s = stats.median(m.samples_s)
     target = rule.get("scale_to_samples")
     if not target:
