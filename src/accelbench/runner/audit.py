@@ -198,14 +198,14 @@ def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[],
     return []
 
 
-def unproven_under_load(proof: Proof, window: contention.Interference | None) -> Finding | None:
+def unproven_under_load(proof: Proof, window: contention.Interference | None) -> VerdictReason | None:
     """A refusal from the pipelined blocks alone (the serial ones paying as the read-back ones do),
     made while other programs took the CPUs: then every wake-up waits for a CPU, and an honest
     runtime's lost overlap passes any ratio (jax stream 2^16 at load 7: 3-7×). Not a refusal, noisy.
     A synchronize() that returns early is still refused: its serial blocks are as fast as its pipelined."""
     if proof.status != NOT_WAITING or not proof.serial_pays_alike or window is None or not window.disturbed:
         return None
-    return Finding(NOISY, f"synchronisation could not be proven on a loaded machine ({window.text()}): "
+    return VerdictReason(NOISY, f"synchronisation could not be proven on a loaded machine ({window.text()}): "
                           f"{proof.detail.replace(NOT_WAITING_TEXT + ': ', '')}; with synchronize() after every "
                           f"call {proof.serial_ratio:.2f}×", SYNC_UNPROVEN)
 
