@@ -20,6 +20,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from accelbench.devices.inventory import collect_inventory
     from accelbench.store.ceilings import stored_ceilings
+    from accelbench.runner.peak_results import peak_pairs
     from accelbench.store.db import NoDatabaseError, Store
 
     host = socket.gethostname()
@@ -33,6 +34,7 @@ def run(args) -> int:
                 return 0
             devices = {d.id: d for d in collect_inventory().devices}
             found = stored_ceilings(store, host, devices)
+            pairs = peak_pairs(store.ceiling_candidates(host))
     except NoDatabaseError as exc:
         print(f"accelbench ceilings: {exc}", file=sys.stderr)
         return 0 if not args.forget else 2
@@ -42,6 +44,11 @@ def run(args) -> int:
         sys.stdout.write("\n")
         return 0
     _render(found, host)
+    if pairs:  # `accelbench peak`'s maximum and sustained rate, told apart
+        from accelbench.runner.peak_results import pair_text
+        print("Maximum and sustained matmul rate (accelbench peak):")
+        for (device, dtype), pair in sorted(pairs.items()):
+            print(f"  {device} {pair_text(dtype, pair)}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from accelbench.cli.device_query_render import QUERY_PROPERTIES, device_query_rows
 from accelbench.devices.inventory import Inventory
 from accelbench.devices.model import OK, PEAK_METRICS, PROVENANCES, Device
 from accelbench.terminal import console as make_console
@@ -100,10 +101,10 @@ def _generic_rows(device: Device) -> list[tuple[str, str]]:
     if device.memory_bytes:
         rows.append(("Memory", format_bytes(device.memory_bytes)))
     for name, value in device.properties.items():
-        if value is None or name == "memory_bytes":
+        if value is None or name == "memory_bytes" or name in QUERY_PROPERTIES:
             continue
         rows.append((label(name), format_property(name, value)))
-    return rows
+    return rows + device_query_rows(device.properties)
 
 
 def _peak_lines(device: Device) -> list[str]:

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
-from accelbench.devices import datasheets
+from accelbench.devices import datasheets, device_query_load
+from accelbench.devices.device_query import AttributeSource
 from accelbench.devices.model import NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, Device
 from accelbench.devices.nvidia import normalize_pci_bus_id, visible_order
 from accelbench.devices.probing import ProbeFailure
@@ -177,9 +178,13 @@ def needs_isolation() -> bool:
 
 
 def probe(amdsmi: Amdsmi | None = None, sysfs_root: str = "/",
-          environ: Mapping[str, str] | None = None) -> list[Device]:
-    """AMD GPUs in PCI bus order, from amdsmi when it works, else from sysfs."""
+          environ: Mapping[str, str] | None = None,
+          runtime: Callable[[], AttributeSource] | None = None) -> list[Device]:
+    """AMD GPUs in PCI bus order, from amdsmi when it works, else from sysfs; HIP's deviceQuery where
+    `runtime` answers (by default asked only of the real machine's driver, in the isolated child)."""
     env = os.environ if environ is None else environ
+    if runtime is None and amdsmi is None and sysfs_root == "/" and needs_isolation():
+        runtime = device_query_load.hip_source
     notes: list[str] = []
     records: list[dict[str, Any]] | None = None
     init_error: AmdsmiError | None = None
@@ -195,7 +200,8 @@ def probe(amdsmi: Amdsmi | None = None, sysfs_root: str = "/",
     if not records:
         _fail(init_error, sysfs_root, amdsmi_answered=adapter is not None and init_error is None)
     records.sort(key=lambda r: (r.get("pci_bus_id") is None, r.get("pci_bus_id") or ""))
-    return _devices(records, notes, env)
+    devices = _devices(records, notes, env)
+    return device_query_load.with_device_query(devices, runtime) if runtime is not None else devices
 
 
 def _try_load(notes: list[str]) -> Amdsmi | None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from accelbench.devices import cuda_arch, datasheets, nvml_adapter
+from accelbench.devices import cuda_arch, datasheets, device_query_load, nvml_adapter
+from accelbench.devices.device_query import AttributeSource
 from accelbench.devices.model import (
     ERROR, NO_DRIVER, NO_PERMISSION, NOT_INSTALLED, VERSION_MISMATCH, Device, PeakFigure,
 )
@@ -53,21 +54,28 @@ def needs_isolation() -> bool:
 
 
 def probe(nvml: Nvml | None = None, environ: Mapping[str, str] | None = None,
-          proc_driver_version: str = PROC_DRIVER_VERSION) -> list[Device]:
-    """Every NVIDIA GPU NVML can see, in PCI bus order."""
+          proc_driver_version: str = PROC_DRIVER_VERSION,
+          runtime: Callable[[], AttributeSource] | None = None) -> list[Device]:
+    """Every NVIDIA GPU NVML can see, in PCI bus order, with the CUDA runtime's deviceQuery where one answers.
+
+    `runtime`: the deviceQuery source (device_query_load.cuda_source); by default asked only of a real
+    NVML on a machine with a driver, where this probe runs in its isolated child."""
     env = os.environ if environ is None else environ
+    if runtime is None and nvml is None and needs_isolation():
+        runtime = device_query_load.cuda_source
     nvml = nvml if nvml is not None else _load(proc_driver_version)
     _expect(nvml.init)
     try:
         count = _expect(nvml.device_count)
         system = _system_properties(nvml)
         readings = sorted((_read(nvml, index) for index in range(count)), key=_pci_sort_key)
-        return _devices(readings, system, env)
+        devices = _devices(readings, system, env)
     finally:
         try:
             nvml.shutdown()
         except NvmlError:
             pass  # nothing left to release that matters to the inventory
+    return device_query_load.with_device_query(devices, runtime) if runtime is not None else devices
 
 
 def _load(proc_driver_version: str) -> Nvml:

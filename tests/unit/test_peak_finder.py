@@ -1,0 +1,145 @@
+"""The peak finder: an H200 replayed (docs/gpu-results.md: 769-798 TFLOP/s right after a warm-up,
+~688 sustained at ~1.6 GHz under the 700 W cap), its refusals, and a real run on this CPU."""
+from __future__ import annotations
+
+import math
+import platform
+
+import pytest
+
+from accelbench.backends.registry import get_backend
+from accelbench.results import Check
+from accelbench.runner.peak_bench import BackendBench, cpu_reader
+from accelbench.runner.peak_finder import Burst, candidate_orders, find_peak, settled
+from accelbench.runner.peak_results import pair_text, peak_pairs, search_measurements
+
+H200_BOOST_MHZ, H200_CAPPED_MHZ = 1980.0, 1600.0
+
+
+def rate_at_boost(n: int) -> float:
+    """798 TFLOP/s at n=8192 right after warm-up, falling off away from it (on a log scale)."""
+    return 798e12 * max(0.3, 1 - 0.25 * abs(math.log2(n / 8192)))
+
+
+class ReplayedH200:
+    """An H200 on a simulated clock: full boost for 25 s, then the power cap pulls the SM clock down
+    to ~1.6 GHz by 60 s; the rate follows the clock as the recorded runs did (798 -> ~688)."""
+
+    label = "replay H200 bf16"
+
+    def __init__(self, now: list[float], wrong_at: int | None = None, above_peak_at: int | None = None,
+                 wobble: float = 0.002):
+        self.now, self.wrong_at, self.above_peak_at, self.wobble = now, wrong_at, above_peak_at, wobble
+        self.bursts = 0
+
+    def clock_mhz(self) -> float:
+        t = self.now[0]
+        if t < 25:
+            return H200_BOOST_MHZ
+        return max(H200_CAPPED_MHZ, H200_BOOST_MHZ - (H200_BOOST_MHZ - H200_CAPPED_MHZ) * (t - 25) / 35)
+
+    def prepare(self, n):
+        self.now[0] += 0.2
+
+    def check(self, n):
+        self.now[0] += 0.3
+        wrong = n == self.wrong_at
+        return Check(not wrong, 0.5 if wrong else 1e-3, 4e-3, "replayed", "cuda:0")
+
+    def burst(self, n, seconds):
+        self.now[0] += seconds
+        self.bursts += 1
+        at_boost = rate_at_boost(n)
+        if n == self.above_peak_at:
+            at_boost = 1500e12  # a timing bug: faster than the chip can go
+        rate = at_boost * (self.clock_mhz() / H200_BOOST_MHZ) ** 0.7
+        rate *= 1 + self.wobble * (-1) ** self.bursts
+        return Burst(max(1, round(rate * seconds / (2.0 * n**3))), seconds, self.clock_mhz(), 700.0)
+
+    def release(self, n):
+        pass
+
+
+def _run(bench, now, **options):
+    orders = candidate_orders(256, 2048, 16384)
+    return find_peak(bench, orders, multiple=256, budget_s=180, peak_flops=989e12 * 1.0,
+                     clock=lambda: now[0], **options)
+
+
+def test_replayed_h200_tells_the_maximum_from_the_sustained_rate_within_three_minutes():
+    now = [0.0]
+    search = _run(ReplayedH200(now), now)
+    best, held = search.maximum, search.sustained
+    assert best is not None and held is not None
+    assert best.n == 8192 and 769e12 <= best.rate <= 798e12 * 1.01 and best.clock_mhz == H200_BOOST_MHZ
+    assert held.settled and 675e12 <= held.rate <= 700e12
+    assert held.clock_mhz == pytest.approx(H200_CAPPED_MHZ, abs=30) and held.power_w == 700.0
+    assert search.elapsed_s <= 180 + 1.5
+    assert "grid orders" in search.coverage and "neighbours of the best" in search.coverage
+    assert {8192, 7936, 8448} <= {t.n for t in search.trials}  # the best's neighbours were tried
+
+
+def test_a_failed_check_and_a_rate_above_the_formula_peak_never_become_the_maximum():
+    now = [0.0]
+    orders = candidate_orders(256, 2048, 16384)
+    search = _run(ReplayedH200(now, wrong_at=8192, above_peak_at=orders[-1]), now)
+    statuses = {t.n: t.status for t in search.trials}
+    assert statuses[8192] == "check failed" and statuses[orders[-1]] == "above peak"
+    assert search.maximum is not None and search.maximum.n not in (8192, orders[-1])
+    assert search.maximum.rate <= 989e12
+
+
+def test_a_rate_that_never_settles_is_named_so_and_the_budget_still_holds():
+    now = [0.0]
+    search = _run(ReplayedH200(now, wobble=0.05), now)  # ±5 % burst to burst: never within 2 %
+    assert search.sustained is not None and not search.sustained.settled
+    assert search.elapsed_s <= 180 + 1.5
+
+
+def test_settled_needs_the_whole_window_within_the_tolerance():
+    assert settled([100, 99.5, 100.4, 100], span=4, tolerance=0.02)
+    assert not settled([100, 90, 100, 100], span=4, tolerance=0.02)
+    assert not settled([100, 100], span=4, tolerance=0.02)
+
+
+def test_the_pair_is_stored_as_results_and_read_back_with_clock_and_power():
+    now = [0.0]
+    search = _run(ReplayedH200(now), now)
+    measurements = search_measurements(search, "torch", "cuda:0", "bfloat16", search.final_check)
+    assert [m.spec.param("peak") for m in measurements] == ["maximum", "sustained"]
+    assert all(m.trusted and m.spec.workload == "matmul" for m in measurements)
+    pairs = peak_pairs([(m, "run-1") for m in measurements])
+    pair = pairs[("cuda:0", "bfloat16")]
+    assert pair["maximum"]["rate_flops"] == pytest.approx(search.maximum.rate)
+    assert pair["sustained"]["rate_flops"] == pytest.approx(search.sustained.rate)
+    text = pair_text("bfloat16", pair)
+    assert "maximum 7" in text and "sustained 6" in text and "1,980 MHz" in text and "settled" in text
+
+
+def test_the_finder_runs_for_real_on_this_cpu_and_reports_the_running_clock():
+    bench = BackendBench(get_backend("numpy"), "cpu", "float32", reader=cpu_reader())
+    search = find_peak(bench, [128, 192], multiple=64, budget_s=6, burst_s=0.3, warmup_s=0.3, settle_span_s=1.0)
+    assert search.maximum is not None and search.maximum.rate > 0
+    assert search.final_check is not None and search.final_check.passed
+    assert search.sustained is not None and search.sustained.rate > 0
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert search.maximum.clock_mhz and 300 < search.maximum.clock_mhz < 7000
+    assert search.elapsed_s < 6 + 2
+
+
+def test_the_cpu_check_catches_a_wrong_product():
+    numpy_backend = get_backend("numpy")
+
+    class Wrong:  # a backend whose product is off by one element
+        name = "wrong"
+        def __getattr__(self, attr):
+            return getattr(numpy_backend, attr)
+
+        def matmul(self, a, b, out=None):
+            result = numpy_backend.matmul(a, b, out=out)
+            result[0, 0] += 10.0
+            return result
+
+    bench = BackendBench(Wrong(), "cpu", "float32")
+    bench.prepare(64)
+    assert not bench.check(64).passed
