@@ -114,7 +114,9 @@ TAIL_CONSISTENT = 0.6  # the single call's share of short rounds, where its fast
 # pipelined 32 µs a call, synchronised after every call 215, read back 230): a refusal from the
 # pipelined blocks alone, with the serial blocks this close to the read-back ones, is not made there
 SERIAL_ALIKE = 1.5
-CPU_ALIKE = 2.0  # honest jax, PoCL, torch on the CPU: 0.9-1.5; a block dropping all but 2 of 5 calls: 2.5
+# honest jax, PoCL, torch on the CPU: 0.9-1.5 in plain blocks, jax stream 2^16 3.3-4.0 in the proof
+# at load 5 (its pool spins between serial calls); lazy_graph (drops overwritten work) 12-19
+CPU_ALIKE = 5.0
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ class Proof:
         """Only the pipelined blocks' speed refused: the blocks synchronised after every call, which
         pay a wake-up per call as the read-back blocks do, came within SERIAL_ALIKE of them, and the
         pipelined blocks used as much CPU (CPU_ALIKE): the work was done there, only overlapped. A
-        backend that drops overwritten work saves its CPU time too (lazy_graph: 12-19× less)."""
+        backend that drops overwritten work saves its CPU time too (lazy_graph: 12-19× less): one
+        that drops fewer than 4 in 5 calls is noisy there, not refused."""
         return (not self.by_tail and self.serial_ratio <= SERIAL_ALIKE and self.cpu_ratio is not None
                 and self.cpu_ratio <= CPU_ALIKE)
 
