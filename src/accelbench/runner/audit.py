@@ -38,7 +38,7 @@ from accelbench.results import Check
 from accelbench.timing import contention, quiesce
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock
-from accelbench.timing.sync_probe import NOT_WAITING, NOT_WAITING_TEXT, UNPROVEN, Proof, prove
+from accelbench.timing.sync_probe import NOT_WAITING, NOT_WAITING_TEXT, UNPROVEN, Proof, cpu_alike, prove
 from accelbench.units import format_seconds
 from accelbench.workloads.base import Prepared
 from accelbench.verdict import (CACHED, CHECK_FAILED, CHECKED_APART, INVALID, NOISY, PLACEMENT_CLAIMED,
@@ -180,7 +180,7 @@ def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[],
     except Exception as error:  # noqa: BLE001 - an output the backend cannot read back in part
         return [VerdictReason(VALID, f"synchronisation not proven on the timed call itself: reading its output back "
                                f"failed ({type(error).__name__}: {error})", SYNC_UNPROVEN)]
-    loaded = unproven_under_load(proof, window.result)
+    loaded = unproven_under_load(proof, window.result, cpu_alike(calls, variants))
     if loaded is not None:
         return [loaded]
     if proof.status == NOT_WAITING:
@@ -198,12 +198,14 @@ def _sync_proven(prepared: Prepared, capture: Capture, synchronize: Callable[[],
     return []
 
 
-def unproven_under_load(proof: Proof, window: contention.Interference | None) -> VerdictReason | None:
+def unproven_under_load(proof: Proof, window: contention.Interference | None,
+                        cpu_limit: float) -> VerdictReason | None:
     """A refusal from the pipelined blocks alone (the serial ones paying as the read-back ones do),
     made while other programs took the CPUs: then every wake-up waits for a CPU, and an honest
     runtime's lost overlap passes any ratio (jax stream 2^16 at load 7: 3-7×). Not a refusal, noisy.
     A synchronize() that returns early is still refused: its serial blocks are as fast as its pipelined."""
-    if proof.status != NOT_WAITING or not proof.serial_pays_alike or window is None or not window.disturbed:
+    if proof.status != NOT_WAITING or not proof.serial_pays_alike(cpu_limit) or window is None \
+            or not window.disturbed:
         return None
     return VerdictReason(NOISY, f"synchronisation could not be proven on a loaded machine ({window.text()}): "
                           f"{proof.detail.replace(NOT_WAITING_TEXT + ': ', '')}; with synchronize() after every "
