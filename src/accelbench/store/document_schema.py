@@ -57,6 +57,7 @@ from accelbench.store.document_check import (
 )
 from accelbench.store.schema import RUN_STATUSES
 from accelbench.verdict import VERDICTS
+from accelbench.vocabulary import ROLES
 
 PARAM_VALUE_CHARS = 200
 
@@ -218,6 +219,10 @@ _WORKLOAD_VERSION = optional(_SHORT)
 described(_WORKLOAD_VERSION, {**json_schema_of(_WORKLOAD_VERSION), "description": (
     "the version of the workload's code that made the result (Workload.version); null: unknown, "
     "stored before workloads had versions")})
+_ROLE = optional(one_of(ROLES))
+described(_ROLE, {**json_schema_of(_ROLE), "description": (
+    "what its figures say about a device, as its workload declared it (Workload.role): the answer, the "
+    "roofline and the speed-ups read it; null: declared none, or stored before roles were")})
 # WRITTEN: in every result written now, accepted missing from documents written before it
 RESULT_FIELDS = {
     "spec": (SPEC, REQUIRED), "phases_s": (_phases, REQUIRED), "first_call_s": (SECONDS, REQUIRED),
@@ -227,7 +232,7 @@ RESULT_FIELDS = {
     "threads": (optional(number(1, 2**20, whole=True)), WRITTEN), "telemetry": (free_object, WRITTEN),
     "extra": (free_object, WRITTEN), "verdict": (one_of(("", *VERDICTS)), WRITTEN),
     "verdict_reasons": (_CAVEATS, WRITTEN), "workload_version": (_WORKLOAD_VERSION, WRITTEN),
-    "derived": (_ignored_object, WRITTEN)}
+    "role": (_ROLE, WRITTEN), "derived": (_ignored_object, WRITTEN)}
 RESULT = referenced("result", fields(RESULT_FIELDS))
 SKIP = fields({"spec": (SPEC, REQUIRED), "reason": (text(), REQUIRED)})
 
