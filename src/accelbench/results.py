@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from accelbench.verdict import caveats_from_json, caveats_to_json
+from accelbench.vocabulary import ROLES, Role
 
 PHASES = ("to_device", "compute", "to_host", "end_to_end")
 
@@ -122,6 +123,9 @@ class Measurement:
     #: the version of the workload code that made it (Workload.version); None: unknown (stored
     #: before workloads had versions). `compare` names a change as a difference between runs.
     workload_version: str | None = None
+    #: what its figures say about a device, as its workload declared it when it ran (Workload.role), so a
+    #: result read where that workload is not installed keeps it; None: declared none, or stored before roles
+    role: Role | None = None
 
     def __post_init__(self) -> None:
         if not self.verdict:  # results made before verdicts existed get theirs from the check
@@ -171,6 +175,7 @@ class Measurement:
             "verdict": self.verdict,
             "verdict_reasons": caveats_to_json(self.verdict_reasons),
             "workload_version": self.workload_version,
+            "role": self.role,
         }
 
     @classmethod
@@ -192,11 +197,17 @@ class Measurement:
             verdict=str(data.get("verdict") or ""),
             verdict_reasons=caveats_from_json(data.get("verdict_reasons")),
             workload_version=_version_or_none(data.get("workload_version")),
+            role=role_or_none(data.get("role")),
         )
 
 
 def _version_or_none(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
+
+
+def role_or_none(value: Any) -> Role | None:
+    """A stored role, if it is one of ROLES (None: stored before roles, or declared none)."""
+    return next((role for role in ROLES if role == value), None)
 
 
 FAILED_PREFIX = "failed: "

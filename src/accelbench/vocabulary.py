@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,12 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+#: What a workload's figures say about a device (Workload.role, and stored with each result), a closed vocabulary:
+#: "compute-bound": limited by arithmetic (matmul): the answer's compute-bound comparison, the
+#: roofline's compute ceiling, and a speed-up against float32 in every dtype;
+#: "memory-bound": limited by memory bandwidth (stream, reduce, elementwise): the answer's
+#: memory-bound comparison; "transfer": moving data between host and device (memcpy);
+#: "model": a whole model or application (deep learning, statistics), read on its own figures.
+Role = Literal["compute-bound", "memory-bound", "transfer", "model"]
+ROLES: tuple[Role, ...] = ("compute-bound", "memory-bound", "transfer", "model")

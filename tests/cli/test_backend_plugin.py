@@ -17,6 +17,12 @@ from pathlib import Path
 import pytest
 from plugin_site import install, run_cli
 
+from accelbench.cli.main import main
+from accelbench.report.analysis import analyse
+from accelbench.report.headline import headline
+from accelbench.store.db import Store
+from accelbench.workloads.registry import workload_role
+
 pytestmark = pytest.mark.slow  # seconds: `pytest -m "not slow"` leaves it out
 
 PLUGIN = '''
@@ -168,6 +174,8 @@ def test_third_party_backends_and_a_workload_each_one_entry_point_read_as_the_bu
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT backend, verdict, check_passed, device_seen, verdict_reasons_json "
                                   "FROM results WHERE workload = 'axpy'").fetchall()
+        roles = {role for (role,) in connection.execute("SELECT role FROM results WHERE workload = 'axpy'")}
+    assert roles == {"memory-bound"}  # stored with each result, as the workload declared it
     seen = {backend: (verdict, passed, device, reasons) for backend, verdict, passed, device, reasons in rows}
     verdict, passed, device, _ = seen["shelf"]
     assert passed and verdict in ("valid", "noisy") and device == "cpu", seen  # numpy's arrays: observed
@@ -181,3 +189,15 @@ def test_third_party_backends_and_a_workload_each_one_entry_point_read_as_the_bu
     assert shelf, answer
     (comparison,) = [c for c in shelf[0]["comparisons"] if c["kind"] == "memory-bound"]
     assert comparison["what"].startswith("axpy float64")  # its declared role put it in the answer
+
+    # exported, then imported here, where the plugin is not installed: its stored role keeps it in the answer
+    exported = tmp_path / "r.json"
+    assert run_cli(plugin_path, "export", "--db", str(db), "-o", str(exported)).returncode == 0
+    assert workload_role("axpy") is None
+    here = tmp_path / "here.db"
+    assert main(["import", str(exported), "--db", str(here)]) == 0
+    with Store(here) as store:
+        (run_id,) = [r.id for r in store.runs()]
+        devices = headline(analyse(store.results(run_id), {})).devices
+    (shelf,) = [d for d in devices if d.series.startswith("shelf@cpu")]
+    assert [c.what.split()[0] for c in shelf.comparisons if c.kind == "memory-bound"] == ["axpy"]

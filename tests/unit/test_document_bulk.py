@@ -113,9 +113,9 @@ def test_errors_still_name_their_result_and_field():
 def test_the_bulk_pass_accepts_valid_results_and_refuses_a_bad_one():
     assert _message(_document()) == "accepted"
     results = _document()["runs"][0]["results"]
-    assert document_check.all_pass(document_schema._RESULT, results)
+    assert document_check.all_pass(document_schema.RESULT, results)
     results[50]["work"]["bytes_moved"] = float("nan")
-    assert not document_check.all_pass(document_schema._RESULT, results)
+    assert not document_check.all_pass(document_schema.RESULT, results)
 
 
 def _one_pass(doc) -> str:
@@ -123,7 +123,7 @@ def _one_pass(doc) -> str:
     try:
         if isinstance(doc, dict) and "format" in doc:
             document_schema._FORMAT_NAME(doc["format"], "format")
-        document_schema._DOCUMENT(doc, "")
+        document_schema.DOCUMENT(doc, "")
         seen = set()
         for i, run in enumerate(doc["runs"]):
             if run["id"] in seen:

@@ -99,7 +99,7 @@ def test_each_result_keeps_its_workload_version_through_the_store_and_old_ones_a
     conn.close()
     old = {k: v for k, v in _measurement().to_dict().items() if k != "workload_version"}
     assert Measurement.from_dict(old).workload_version is None
-    assert layout.MIGRATIONS[layout.CURRENT_VERSION] == ("ALTER TABLE results ADD COLUMN workload_version TEXT",)
+    assert layout.MIGRATIONS[5] == ("ALTER TABLE results ADD COLUMN workload_version TEXT",)
 
 
 def _run(run_id: str, version: str | None) -> RunData:

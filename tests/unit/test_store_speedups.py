@@ -32,7 +32,7 @@ def _v3_database(path) -> None:
                  "VALUES (?, '2025-01-01T00:00:00', '2025-01-01T00:01:00', 'complete', '0.3')", (RUN,))
     conn.execute("INSERT INTO machines (run_id, hostname) VALUES (?, 'oldbox')", (RUN,))
     for m in (_m(2, 0.010), _m(1, 0.020)):
-        row = {k: v for k, v in schema.result_row(RUN, m).items() if k != "workload_version"}  # v5's column
+        row = {k: v for k, v in schema.result_row(RUN, m).items() if k not in ("workload_version", "role")}  # v5, v6
         conn.execute(f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
     conn.close()
 

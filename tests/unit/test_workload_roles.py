@@ -1,10 +1,13 @@
-"""A workload declares its role (workloads/base.py ROLES); the answer, the roofline's ceilings and the
+"""A workload declares its role (vocabulary.ROLES); the answer, the roofline's ceilings and the
 speed-ups read the declaration, never a list of names: a third party's compute-bound workload, one
-file and one entry point, takes the place a built-in of that role would."""
+file and one entry point, takes the place a built-in of that role would. Each result stores the role
+(schema v6, the document's `role`), so it keeps that place where the workload is not installed."""
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,10 +20,12 @@ from accelbench.report.cpu_text import cpu_sentence
 from accelbench.report.headline import headline
 from accelbench.report.roofline import device_ceilings
 from accelbench.results import Spec
+from accelbench.store.db import Store
+from accelbench.store.export import export_runs, import_document
 from accelbench.runner.memory_levels import working_set_bytes
 from accelbench.runner.speedups import VS_FLOAT32, wanted_speedups
-from accelbench.workloads.base import ROLES
-from accelbench.workloads.registry import BUILTIN_WORKLOADS, get_workload, workload_role
+from accelbench.vocabulary import ROLES
+from accelbench.workloads.registry import BUILTIN_WORKLOADS, get_workload, role_of, workload_role
 
 PLUGIN = '''
 """A third party's fused multiply-add chain: arithmetic-limited, and it says so."""
@@ -146,3 +151,71 @@ def test_a_third_party_memory_bound_workload_is_bounded_by_its_memory_level(fma_
     assert working_set_bytes(fma) is None  # compute-bound: no memory level bounds its rate
     monkeypatch.setattr(fma_installed.Fma, "role", "memory-bound")
     assert working_set_bytes(fma) == 2 * fma.work.bytes_moved  # both rotated input sets, as stream's
+
+
+def _exported_from_where_fma_is_installed(tmp_path: Path) -> dict:
+    """fma's results (and stream's) as the runner stores them where the plugin is installed, each with
+    its workload's declared role (runner/execute.py), exported as `accelbench export` writes them."""
+    declared = {"fma": "compute-bound", "stream": "memory-bound"}
+    made = [dataclasses.replace(m, role=declared[m.spec.workload]) for m in _fma_and_stream()]
+    with Store(tmp_path / "node17.sqlite") as store:
+        run_id = store.start_run({"hostname": "node17"}, {}, None)
+        store.add_results(run_id, made)
+        store.finish_run(run_id, "complete")
+        return json.loads(json.dumps(export_runs(store, [run_id])))
+
+
+def _imported_here(document: dict, path: Path) -> list:
+    with Store(path) as store:
+        (run_id,) = import_document(store, document)
+        return store.results(run_id)
+
+
+def test_an_imported_result_keeps_its_role_where_its_workload_is_not_installed(tmp_path):
+    assert workload_role("fma") is None  # no plugin named fma in this process
+    document = _exported_from_where_fma_is_installed(tmp_path)
+    assert {r["role"] for r in document["runs"][0]["results"] if r["spec"]["workload"] == "fma"} == {"compute-bound"}
+    results = _imported_here(document, tmp_path / "here.sqlite")
+    assert {m.role for m in results if m.spec.workload == "fma"} == {"compute-bound"}
+    rows = analyse(results, DEVICES)
+
+    (gpu,) = headline(rows).devices
+    kinds = {c.kind: c for c in gpu.comparisons}
+    assert set(kinds) == {"compute-bound", "memory-bound"}
+    assert kinds["compute-bound"].what == "fma float32 n=2,000"
+    assert "fma float32 on numpy" in cpu_sentence(rows)
+    fma_gpu = next(r for r in rows if r.spec.workload == "fma" and r.spec.device == "cuda:0")
+    assert device_ceilings(rows, "cuda:0", None)["compute"]["float32"] == pytest.approx(
+        fma_gpu.measurement.work.flops / fma_gpu.summary.median_s)  # the roofline's compute ceiling
+    halves = [dataclasses.replace(fma_gpu.measurement, spec=Spec.make("fma", "torch", "cuda:0", n=1000, dtype=d))
+              for d in ("float32", "float16")]
+    assert [w.kind for w in wanted_speedups(halves)] == [VS_FLOAT32]
+
+
+def test_an_imported_result_from_before_roles_has_only_what_is_installed_here(tmp_path):
+    """The same document without `role` (written before roles were): fma, not installed here, declares
+    nothing, so it is neither the compute-bound comparison nor a ceiling; stream's role comes from the
+    workload installed here."""
+    document = _exported_from_where_fma_is_installed(tmp_path)
+    for result in document["runs"][0]["results"]:
+        del result["role"]
+    results = _imported_here(document, tmp_path / "here.sqlite")
+    assert {m.role for m in results} == {None}
+    rows = analyse(results, DEVICES)
+    (gpu,) = headline(rows).devices
+    assert [c.kind for c in gpu.comparisons] == ["memory-bound"]
+    assert "float32" not in device_ceilings(rows, "cuda:0", None)["compute"]
+    assert {role_of(m) for m in results if m.spec.workload == "stream"} == {"memory-bound"}
+
+
+def test_a_stored_role_wins_over_the_installed_declaration_and_a_v1_database_falls_back_to_it(tmp_path, data_dir):
+    stream = _fma_and_stream()[3]
+    assert role_of(stream) == "memory-bound"  # stored before roles: the installed stream's declaration
+    assert role_of(dataclasses.replace(stream, role="model")) == "model"  # stored: as it was when it ran
+    old = shutil.copy(data_dir / "db" / "v1.sqlite", tmp_path / "v1.sqlite")
+    with Store(old) as store:
+        assert store.migrated_from == 1 and store.schema_version >= 6
+        results = [m for run in store.runs() for m in store.results(run.id)]
+    assert results and {m.role for m in results} == {None}
+    assert {role_of(m) for m in results if m.spec.workload == "matmul"} == {"compute-bound"}
+

@@ -7,7 +7,7 @@ from typing import Iterable
 from accelbench.report.analysis import Row
 from accelbench.results import cores_used
 from accelbench.units import format_si
-from accelbench.workloads.base import Role
+from accelbench.vocabulary import Role
 from accelbench.workloads.registry import workloads_of_role
 
 ROLES_SHOWN: tuple[Role, ...] = ("compute-bound", "memory-bound")  # the answer's two kinds of work, as workloads declare
@@ -44,7 +44,7 @@ def cpu_sentence(rows: Iterable[Row]) -> str | None:
     baseline = [r for r in rows if r.baseline_role == "cpu_all_cores"]
     parts = []
     for role in ROLES_SHOWN:  # of several of one role, the first in the registry's order (matmul, stream)
-        names = workloads_of_role({r.spec.workload for r in baseline}, role)
+        names = workloads_of_role((r.measurement for r in baseline), role)
         workload = names[0] if names else ""
         row = _best(baseline, workload)
         if row is None:

@@ -24,7 +24,7 @@ from accelbench.report.data import series_label, size_of, transfer_share
 from accelbench.report.reason_kinds import reason_kind
 from accelbench.runner.speedups import SpeedupCI, framework_is_cpu_baseline
 from accelbench.vocabulary import is_cpu_baseline
-from accelbench.workloads.base import Role
+from accelbench.vocabulary import Role
 from accelbench.workloads.registry import workloads_of_role
 
 DTYPE_PREFERENCE = ("float32", "float64", "bfloat16", "float16")
@@ -230,9 +230,9 @@ def _comparisons(items: list[Row]) -> list[WorkComparison]:
 
 
 def _of_role(rows: list[Row], role: Role) -> list[Row]:
-    """The rows of the first workload among `rows` declaring `role` (registry order: built-ins first);
-    a workload not installed here declares nothing, so it is never one of them."""
-    names = workloads_of_role({r.spec.workload for r in rows}, role)
+    """The rows of the first workload among `rows` of `role` (registry order: built-ins first), as each
+    result stored it, or for results stored before roles, as its workload declares it here."""
+    names = workloads_of_role((r.measurement for r in rows), role)
     return [r for r in rows if r.spec.workload == names[0]] if names else []
 
 

@@ -49,7 +49,7 @@ def device_ceilings(rows: list[Row], device_id: str, device: Device | None) -> d
     # a ceiling is drawn as measured only from a plainly valid result: a noisy rate may be a burst
     mine = [r for r in trusted_rows(rows) if r.spec.device == device_id]
     compute: dict[str, float] = {}
-    compute_bound = set(workloads_of_role({r.spec.workload for r in mine}, "compute-bound"))
+    compute_bound = set(workloads_of_role((r.measurement for r in mine), "compute-bound"))
     for row in (r for r in mine if r.spec.workload in compute_bound):  # as each workload declares
         dtype, rate = str(row.spec.param("dtype")), _flop_rate(row)
         if rate and rate > compute.get(dtype, 0.0):

@@ -116,8 +116,10 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     finally:
         if prepared.release:
             prepared.release()
-    # the version of the code that made it: `compare` names a change of it as a difference
-    return dataclasses.replace(judged(measurement, findings + sync, trust.devices), workload_version=str(workload.version))
+    # the version of the code that made it (`compare` names a change of it as a difference), and its
+    # role, so readers where this workload is not installed still know what its figures say
+    made = dataclasses.replace(measurement, workload_version=str(workload.version), role=workload.role)
+    return judged(made, findings + sync, trust.devices)
 
 
 def refused(item: PlanItem, workload: Workload, probe: SyncProbe) -> Measurement:
@@ -129,7 +131,7 @@ def refused(item: PlanItem, workload: Workload, probe: SyncProbe) -> Measurement
         check=Check(False, float("nan"), 0.0, "not checked: refused for timing"),
         warnings=(Caveat(f"invalid, refused for timing: {probe.detail}", REFUSED),),
         verdict=INVALID, verdict_reasons=(Caveat(f"refused for timing: {probe.detail}", REFUSED),),
-        workload_version=str(workload.version))
+        workload_version=str(workload.version), role=workload.role)
 
 
 def judged(m: Measurement, findings: list[VerdictReason], devices: dict) -> Measurement:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
 from accelbench.units import format_si
-from accelbench.workloads.registry import crosses_host_link, workload_role
+from accelbench.workloads.registry import crosses_host_link, role_of
 
 MARGIN = 1.25                  # clock and datasheet uncertainty
 MISSES_IN_FLIGHT = 64          # per core: more than any core's miss buffers hold
@@ -39,10 +39,10 @@ class Level:
 
 def working_set_bytes(m: Measurement) -> int | None:
     """Bytes the timed calls touch in turn (None: not a memory-bound workload)."""
-    if workload_role(m.spec.workload) not in MEMORY_BOUND or not m.work.bytes_moved:
+    if role_of(m) not in MEMORY_BOUND or not m.work.bytes_moved:
         return None
     per_call = m.work.bytes_moved
-    if crosses_host_link(m.spec):
+    if crosses_host_link(m):
         per_call *= 2  # the host side reads its source and writes its destination
     return int(per_call * ROTATED_SETS)
 

@@ -93,7 +93,7 @@ def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None
     of CPU type (PoCL) runs on the host CPU, and host↔device copies are bounded by the host (a
     device-to-device copy by the device's own memory)."""
     device = devices.get(m.spec.device)
-    host_link = crosses_host_link(m.spec)
+    host_link = crosses_host_link(m)
     if host_link or (device is not None and device.kind == "cpu" and device.id != "cpu"):
         return devices.get("cpu") or device
     return device

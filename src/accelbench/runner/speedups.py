@@ -251,9 +251,9 @@ def wanted_speedups(measurements: Iterable[Measurement]) -> list[Wanted]:
 def _compared_with_float32(m: Measurement) -> bool:
     """What the report compares with float32: every dtype for compute-bound work (as the workload
     declares it: matmul), float64 elsewhere."""
-    from accelbench.workloads.registry import workload_role
+    from accelbench.workloads.registry import role_of
 
-    return m.spec.param("dtype") == "float64" or workload_role(m.spec.workload) == "compute-bound"
+    return m.spec.param("dtype") == "float64" or role_of(m) == "compute-bound"
 
 
 class Speedups:

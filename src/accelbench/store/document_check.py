@@ -8,6 +8,10 @@ character set; numbers stay inside ranges where rates, ratios and sums are finit
 objects are shallow and strings short, so nothing downstream recurses or renders for minutes.
 The first bad field is reported by its JSON path, e.g. `runs[0].results[3].phases_s.compute[2]`.
 Nothing in a document is executed.
+
+Each check carries the JSON Schema of what it accepts (`json_schema_of`): the shipped schema is generated
+from them (store/results_json_schema.py). Some rules JSON Schema cannot say stay the import's alone
+(nesting depth, run ids unique in a document, 1.0 not a whole number).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from datetime import datetime
 from itertools import chain
 from operator import itemgetter
 from typing import Any
+
+from accelbench.store.check_description import OPTIONAL, REQUIRED, Presence, described, json_schema_of, or_null
 
 FORMAT_NAME = "accelbench-results"
 FORMAT_VERSION = 1
@@ -113,9 +119,9 @@ def all_pass(check: Check, column: list) -> bool:
         return False
 
 
-def _with_bulk(check: Check, bulk: Callable[[list], bool]) -> Check:
+def _with_bulk(check: Check, bulk: Callable[[list], bool], schema: dict[str, Any]) -> Check:
     check.bulk = bulk  # type: ignore[attr-defined]
-    return check
+    return described(check, schema)
 
 
 # -- scalars --------------------------------------------------------------------------------
@@ -150,12 +156,14 @@ def number(low: float, high: float, *, above: bool = False, whole: bool = False)
             return False  # a NaN hides from min and max, not from the sum
         least = min(column)
         return (low < least if above else low <= least) and max(column) <= high
-    return _with_bulk(check, bulk)
+    lower = "exclusiveMinimum" if above else "minimum"
+    return _with_bulk(check, bulk, {"type": "integer" if whole else "number", lower: low, "maximum": high})
 
 
 def optional(check: Check) -> Check:
     return _with_bulk(lambda value, path: None if value is None else check(value, path),
-                      lambda column: all_pass(check, [v for v in column if v is not None]))
+                      lambda column: all_pass(check, [v for v in column if v is not None]),
+                      or_null(json_schema_of(check)))
 
 
 def text(max_chars: int = MAX_TEXT, *, non_empty: bool = False) -> Check:
@@ -172,7 +180,8 @@ def text(max_chars: int = MAX_TEXT, *, non_empty: bool = False) -> Check:
     def bulk(column: list) -> bool:
         return (not column or _types(column) == {str} and max(map(len, column)) <= max_chars
                 and (not non_empty or all(map(str.strip, column))))
-    return _with_bulk(check, bulk)
+    schema: dict[str, Any] = {"type": "string", "maxLength": max_chars}
+    return _with_bulk(check, bulk, {**schema, "pattern": r"\S"} if non_empty else schema)
 
 
 def pattern(regex: re.Pattern, what: str) -> Check:
@@ -182,8 +191,10 @@ def pattern(regex: re.Pattern, what: str) -> Check:
         if not isinstance(value, str) or not matches(value):
             raise expected(path, what, value)
         return value
-    # names repeat: each distinct one is matched once
-    return _with_bulk(check, lambda column: _types(column) <= {str} and all(map(matches, set(column))))
+    # names repeat: each distinct one is matched once; the check matches whole strings, a JSON
+    # Schema pattern anywhere in them unless anchored
+    return _with_bulk(check, lambda column: _types(column) <= {str} and all(map(matches, set(column))),
+                      {"type": "string", "pattern": f"^(?:{regex.pattern})$", "description": what})
 
 
 def one_of(choices: tuple, what: str | None = None) -> Check:
@@ -191,7 +202,8 @@ def one_of(choices: tuple, what: str | None = None) -> Check:
         if not isinstance(value, str) or value not in choices:
             raise expected(path, what or "one of " + ", ".join(f'"{c}"' for c in choices), value)
         return value
-    return _with_bulk(check, lambda column: _types(column) <= {str} and set(column) <= set(choices))
+    return _with_bulk(check, lambda column: _types(column) <= {str} and set(column) <= set(choices),
+                      {"enum": list(choices)})
 
 
 def boolean(value: Any, path: Where) -> bool:
@@ -201,6 +213,7 @@ def boolean(value: Any, path: Where) -> bool:
 
 
 boolean.bulk = lambda column: _types(column) <= {bool}  # type: ignore[attr-defined]
+described(boolean, {"type": "boolean"})
 
 
 def time(value: Any, path: Where) -> str:
@@ -211,6 +224,9 @@ def time(value: Any, path: Where) -> str:
     if parsed is None or not 1970 <= parsed.year <= 9000:
         raise expected(path, "an ISO 8601 time such as 2025-01-31T12:00:00+00:00", value)
     return value
+
+
+described(time, {"type": "string", "format": "date-time", "maxLength": 40})
 
 
 LABEL = pattern(_LABEL, f"a name of 1 to {MAX_LABEL} printable characters without $ or \\")
@@ -264,6 +280,7 @@ def _free_objects(column: list) -> bool:
 
 
 free_object.bulk = _free_objects  # type: ignore[attr-defined]
+described(free_object, {"type": "object"})  # depth and sizes: the import's own rules
 
 
 def list_of(check: Check, *, non_empty: bool = False, max_items: int = MAX_ITEMS) -> Check:
@@ -285,7 +302,8 @@ def list_of(check: Check, *, non_empty: bool = False, max_items: int = MAX_ITEMS
         if _types(column) != {list} or max(map(len, column)) > max_items or (non_empty and not all(column)):
             return False
         return all_pass(check, list(chain.from_iterable(column)))
-    return _with_bulk(check_list, bulk)
+    schema = {"type": "array", "items": json_schema_of(check), "maxItems": max_items}
+    return _with_bulk(check_list, bulk, {**schema, "minItems": 1} if non_empty else schema)
 
 
 def mapping(key: Check, item: Check, what: str) -> Check:
@@ -300,13 +318,14 @@ def mapping(key: Check, item: Check, what: str) -> Check:
     def bulk(column: list) -> bool:
         return (_types(column) <= {dict} and all_pass(key, list(chain.from_iterable(column)))
                 and all_pass(item, list(chain.from_iterable(map(dict.values, column)))))
-    return _with_bulk(check, bulk)
+    return _with_bulk(check, bulk, {"type": "object", "description": what, "propertyNames": json_schema_of(key),
+                                    "additionalProperties": json_schema_of(item)})
 
 
-def fields(spec: Mapping[str, tuple[Check, bool]], *, open_ended: bool = False) -> Check:
-    """An object with known fields: name -> (check, required); open_ended keeps others as
+def fields(spec: Mapping[str, tuple[Check, Presence]], *, open_ended: bool = False) -> Check:
+    """An object with known fields: name -> (check, presence); open_ended keeps others as
     free-form JSON instead of refusing them."""
-    entries = tuple((name, check, required) for name, (check, required) in spec.items())
+    entries = tuple((name, check, presence == REQUIRED) for name, (check, presence) in spec.items())
     known = frozenset(spec)
 
     def check_object(value: Any, path: Where) -> dict:
@@ -343,5 +362,7 @@ def fields(spec: Mapping[str, tuple[Check, bool]], *, open_ended: bool = False) 
             if not all_pass(check, values):
                 return False
         return True
-    return _with_bulk(check_object, bulk)
+    schema: dict[str, Any] = {"type": "object", "required": [n for n, (_, p) in spec.items() if p != OPTIONAL],
+                              "properties": {name: json_schema_of(check) for name, (check, _) in spec.items()}}
+    return _with_bulk(check_object, bulk, schema if open_ended else {**schema, "additionalProperties": False})
 

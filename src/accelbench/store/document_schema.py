@@ -10,6 +10,14 @@ from typing import Any
 from accelbench.devices.model import DEVICE_KINDS, PEAK_METRICS, PROVENANCES
 from accelbench.errors import UsageError
 from accelbench.results import PHASES
+from accelbench.store.check_description import (
+    OPTIONAL,
+    REQUIRED,
+    WRITTEN,
+    described,
+    json_schema_of,
+    referenced,
+)
 from accelbench.store.document_check import (
     PARAM_NAME,
     SPEC_NAMES,
@@ -49,6 +57,7 @@ from accelbench.store.document_check import (
 )
 from accelbench.store.schema import RUN_STATUSES
 from accelbench.verdict import VERDICTS
+from accelbench.vocabulary import ROLES
 
 PARAM_VALUE_CHARS = 200
 
@@ -81,8 +90,10 @@ _param_value.bulk = _param_values  # type: ignore[attr-defined]
 
 
 _WHOLE_PARAM, _FLOAT_PARAM = number(-2**53, 2**53, whole=True), number(-1e300, 1e300)
-_PARAM_MAPPING = mapping(pattern(PARAM_NAME, "a parameter name (letters, digits, _; at most 64)"), _param_value,
-                         "an object of parameter -> value")
+described(_param_value, {"anyOf": [{"const": ""}, json_schema_of(LABEL), json_schema_of(_FLOAT_PARAM),
+                                   {"type": ["boolean", "null"]}]})
+_PARAM_NAME = pattern(PARAM_NAME, "a parameter name (letters, digits, _; at most 64)")
+_PARAM_MAPPING = mapping(_PARAM_NAME, _param_value, "an object of parameter -> value")
 
 
 def _params(value: Any, path: Where) -> dict:
@@ -95,6 +106,8 @@ def _params(value: Any, path: Where) -> dict:
 
 _params.bulk = lambda column: (  # type: ignore[attr-defined]
     all_pass(_PARAM_MAPPING, column) and set().union(*column).isdisjoint(SPEC_NAMES))
+described(_params, {**json_schema_of(_PARAM_MAPPING), "propertyNames": {
+    "allOf": [json_schema_of(_PARAM_NAME), {"not": {"enum": list(SPEC_NAMES)}}]}})
 
 
 _check_samples_one_by_one = list_of(SAMPLE, non_empty=True)
@@ -115,6 +128,9 @@ def _samples(value: Any, path: Where) -> list:
         except OverflowError:  # an integer too large for a float
             pass
     return _check_samples_one_by_one(value, path)
+
+
+described(_samples, json_schema_of(_check_samples_one_by_one))
 
 
 def _phases(value: Any, path: Where) -> dict:
@@ -144,6 +160,8 @@ def _all_phases(column: list) -> bool:
 
 
 _phases.bulk = _all_phases  # type: ignore[attr-defined]
+described(_phases, {"type": "object", "required": ["compute"], "propertyNames": {"enum": list(PHASES)},
+                    "additionalProperties": json_schema_of(_samples)})
 
 
 def _rel_error(value: Any, path: Where) -> Any:
@@ -156,6 +174,9 @@ _NON_FINITE_ERROR, _FINITE_ERROR = one_of(NON_FINITE, 'a number >= 0, "nan" or "
 _rel_error.bulk = lambda column: (  # type: ignore[attr-defined]
     all_pass(_NON_FINITE_ERROR, [v for v in column if isinstance(v, str)])
     and all_pass(_FINITE_ERROR, [v for v in column if not isinstance(v, str)]))
+# `run --json` writes a NaN or infinite error as null (no NaN in its JSON); import reads exports only
+described(_rel_error, {"anyOf": [json_schema_of(_FINITE_ERROR), json_schema_of(_NON_FINITE_ERROR), {"type": "null"}],
+                       "description": 'null (run --json) or "nan" / "inf" (export) when the error was not finite'})
 
 
 def _ignored_object(value: Any, path: Where) -> dict:
@@ -167,61 +188,75 @@ def _ignored_object(value: Any, path: Where) -> dict:
 
 
 _ignored_object.bulk = lambda column: all(type(v) is dict for v in column)  # type: ignore[attr-defined]
+described(_ignored_object, {"$ref": "#/$defs/derived"})  # its layout: results_json_schema.py, as report/derived.py writes it
 
 
 _SHORT = text(MAX_LABEL)
 _WARNINGS = list_of(text(), max_items=10_000)
-_TEXT, _KINDED = text(), fields({"text": (text(), True), "kind": (text(MAX_LABEL), True),
-                                 "figures": (free_object, False)})
+_TEXT, _KINDED = text(), fields({"text": (text(), REQUIRED), "kind": (text(MAX_LABEL), REQUIRED),
+                                 "figures": (free_object, OPTIONAL)})
 
 
-def _caveat(value: Any, path: Where) -> Any:
+def caveat(value: Any, path: Where) -> Any:
     """A warning or a verdict reason: {"text", "kind"[, "figures"]} (accelbench.verdict.Caveat), or
     a plain text (results stored before kinds)."""
     return _KINDED(value, path) if isinstance(value, dict) else _TEXT(value, path)
 
 
-_CAVEATS = list_of(_caveat, max_items=10_000)
-_SPEC = fields({"workload": (LABEL, True), "backend": (LABEL, True), "device": (DEVICE_ID, True),
-                "params": (_params, False)})
-_CHECK = fields({"passed": (boolean, True), "max_rel_error": (_rel_error, True),
-                 "tolerance": (number(0, 1e300), True), "detail": (text(), False),
-                 "device_seen": (optional(_SHORT), False)})
+referenced("caveat", described(caveat, {
+    "description": "A warning or a verdict reason: its text, its kind (what verdicts and advice read) and its "
+                   "figures; a plain string in results stored before kinds",
+    "oneOf": [json_schema_of(_TEXT), json_schema_of(_KINDED)]}))
+_CAVEATS = list_of(caveat, max_items=10_000)
+SPEC = referenced("spec", fields({"workload": (LABEL, REQUIRED), "backend": (LABEL, REQUIRED),
+                                   "device": (DEVICE_ID, REQUIRED), "params": (_params, WRITTEN)}))
+_CHECK = fields({"passed": (boolean, REQUIRED), "max_rel_error": (_rel_error, REQUIRED),
+                 "tolerance": (number(0, 1e300), REQUIRED), "detail": (text(), WRITTEN),
+                 "device_seen": (optional(_SHORT), WRITTEN)})
 # a result as Measurement.to_dict writes it (plus the `derived` block an export adds, ignored here);
 # tests/unit/test_one_schema.py holds these names equal to to_dict's and to results.schema.json's
+_WORKLOAD_VERSION = optional(_SHORT)
+described(_WORKLOAD_VERSION, {**json_schema_of(_WORKLOAD_VERSION), "description": (
+    "the version of the workload's code that made the result (Workload.version); null: unknown, "
+    "stored before workloads had versions")})
+_ROLE = optional(one_of(ROLES))
+described(_ROLE, {**json_schema_of(_ROLE), "description": (
+    "what its figures say about a device, as its workload declared it (Workload.role): the answer, the "
+    "roofline and the speed-ups read it; null: declared none, or stored before roles were")})
+# WRITTEN: in every result written now, accepted missing from documents written before it
 RESULT_FIELDS = {
-    "spec": (_SPEC, True), "phases_s": (_phases, True), "first_call_s": (SECONDS, True),
-    "work": (fields({"flops": (WORK, True), "bytes_moved": (WORK, True)}), True),
-    "check": (_CHECK, True), "warnings": (_CAVEATS, False),
-    "calls_per_sample": (COUNT, False), "target_met": (boolean, False),
-    "threads": (optional(number(1, 2**20, whole=True)), False), "telemetry": (free_object, False),
-    "extra": (free_object, False), "verdict": (one_of(("", *VERDICTS)), False),
-    "verdict_reasons": (_CAVEATS, False), "workload_version": (optional(_SHORT), False),
-    "derived": (_ignored_object, False)}
-_RESULT = fields(RESULT_FIELDS)
-_SKIP = fields({"spec": (_SPEC, True), "reason": (text(), True)})
+    "spec": (SPEC, REQUIRED), "phases_s": (_phases, REQUIRED), "first_call_s": (SECONDS, REQUIRED),
+    "work": (fields({"flops": (WORK, REQUIRED), "bytes_moved": (WORK, REQUIRED)}), REQUIRED),
+    "check": (_CHECK, REQUIRED), "warnings": (_CAVEATS, WRITTEN),
+    "calls_per_sample": (COUNT, WRITTEN), "target_met": (boolean, WRITTEN),
+    "threads": (optional(number(1, 2**20, whole=True)), WRITTEN), "telemetry": (free_object, WRITTEN),
+    "extra": (free_object, WRITTEN), "verdict": (one_of(("", *VERDICTS)), WRITTEN),
+    "verdict_reasons": (_CAVEATS, WRITTEN), "workload_version": (_WORKLOAD_VERSION, WRITTEN),
+    "role": (_ROLE, WRITTEN), "derived": (_ignored_object, WRITTEN)}
+RESULT = referenced("result", fields(RESULT_FIELDS))
+SKIP = fields({"spec": (SPEC, REQUIRED), "reason": (text(), REQUIRED)})
 
 # the inventory snapshot (as `accelbench info --json` writes it): devices are rebuilt from it for
 # reports and projections, so their fields are typed; the rest is free-form
-_PEAK = fields({"metric": (one_of(PEAK_METRICS), True), "value": (number(0, MAX_PEAK, above=True), True),
-                "unit": (_SHORT, False), "provenance": (one_of(PROVENANCES), False),
-                "detail": (text(), False), "inputs": (free_object, False)})
-_DEVICE = fields({"id": (DEVICE_ID, True), "kind": (one_of(DEVICE_KINDS), False), "vendor": (_SHORT, False),
-                  "name": (LABEL, False), "source": (_SHORT, False),
-                  "memory_bytes": (optional(number(0, MAX_BYTES, whole=True)), False),
-                  "properties": (free_object, False), "peaks": (list_of(_PEAK, max_items=100), False),
-                  "reach": (mapping(_SHORT, _SHORT, "an object of backend -> device id"), False),
-                  "warnings": (_WARNINGS, False)}, open_ended=True)
-_INVENTORY = fields({"devices": (list_of(_DEVICE, max_items=1000), False)}, open_ended=True)
-_MACHINE = fields({"hostname": (text(255), False), "os": (_SHORT, False), "python": (_SHORT, False),
-                   "inventory": (_INVENTORY, False), "software": (free_object, False),
-                   "environment": (free_object, False)}, open_ended=True)
+_PEAK = fields({"metric": (one_of(PEAK_METRICS), REQUIRED), "value": (number(0, MAX_PEAK, above=True), REQUIRED),
+                "unit": (_SHORT, OPTIONAL), "provenance": (one_of(PROVENANCES), OPTIONAL),
+                "detail": (text(), OPTIONAL), "inputs": (free_object, OPTIONAL)})
+_DEVICE = fields({"id": (DEVICE_ID, REQUIRED), "kind": (one_of(DEVICE_KINDS), OPTIONAL), "vendor": (_SHORT, OPTIONAL),
+                  "name": (LABEL, OPTIONAL), "source": (_SHORT, OPTIONAL),
+                  "memory_bytes": (optional(number(0, MAX_BYTES, whole=True)), OPTIONAL),
+                  "properties": (free_object, OPTIONAL), "peaks": (list_of(_PEAK, max_items=100), OPTIONAL),
+                  "reach": (mapping(_SHORT, _SHORT, "an object of backend -> device id"), OPTIONAL),
+                  "warnings": (_WARNINGS, OPTIONAL)}, open_ended=True)
+_INVENTORY = fields({"devices": (list_of(_DEVICE, max_items=1000), OPTIONAL)}, open_ended=True)
+_MACHINE = fields({"hostname": (text(255), WRITTEN), "os": (_SHORT, WRITTEN), "python": (_SHORT, WRITTEN),
+                   "inventory": (_INVENTORY, WRITTEN), "software": (free_object, WRITTEN),
+                   "environment": (free_object, WRITTEN)}, open_ended=True)
 _TAGS = mapping(text(MAX_LABEL, non_empty=True), text(MAX_TEXT), "an object of tag -> text")
 _RUN = fields({
-    "id": (RUN_ID, True), "started_at": (time, True), "finished_at": (optional(time), False),
-    "status": (one_of(RUN_STATUSES), True), "accelbench_version": (_SHORT, True),
-    "selection": (free_object, False), "machine": (_MACHINE, True), "tags": (_TAGS, False),
-    "results": (list_of(_RESULT), True), "skips": (list_of(_SKIP), False)})
+    "id": (RUN_ID, REQUIRED), "started_at": (time, REQUIRED), "finished_at": (optional(time), WRITTEN),
+    "status": (one_of(RUN_STATUSES), REQUIRED), "accelbench_version": (_SHORT, REQUIRED),
+    "selection": (free_object, WRITTEN), "machine": (_MACHINE, REQUIRED), "tags": (_TAGS, WRITTEN),
+    "results": (list_of(RESULT), REQUIRED), "skips": (list_of(SKIP), WRITTEN)})
 
 
 def _format_version(value: Any, path: Where) -> int:
@@ -232,12 +267,13 @@ def _format_version(value: Any, path: Where) -> int:
     return value
 
 
+described(_format_version, {"const": FORMAT_VERSION})
 _FORMAT_NAME = one_of((FORMAT_NAME,), f'"{FORMAT_NAME}"')
-_DOCUMENT_FIELDS = {"format": (_FORMAT_NAME, True), "format_version": (_format_version, True),
-                    "exported_at": (optional(time), False), "accelbench_version": (_SHORT, False),
-                    "results_schema_version": (number(1, 2**31, whole=True), False),
-                    "runs": (list_of(_RUN), True)}  # runs last: validated_runs relies on it
-_DOCUMENT = fields(_DOCUMENT_FIELDS)
+_DOCUMENT_FIELDS = {"format": (_FORMAT_NAME, REQUIRED), "format_version": (_format_version, REQUIRED),
+                    "exported_at": (optional(time), WRITTEN), "accelbench_version": (_SHORT, WRITTEN),
+                    "results_schema_version": (number(1, 2**31, whole=True), WRITTEN),
+                    "runs": (list_of(_RUN), REQUIRED)}  # runs last: validated_runs relies on it
+DOCUMENT = fields(_DOCUMENT_FIELDS)
 
 
 def validate_document(doc: Any) -> None:
@@ -256,14 +292,14 @@ def validated_runs(doc: Any) -> Iterator[dict[str, Any]]:
             _FORMAT_NAME(doc["format"], "format")  # a foreign document: say so before anything else
         runs = doc.get("runs") if isinstance(doc, dict) else None
         if not isinstance(runs, list) or len(runs) > MAX_ITEMS:
-            _DOCUMENT(doc, "")  # says what is wrong with the document or its runs field
+            DOCUMENT(doc, "")  # says what is wrong with the document or its runs field
             runs = []
         # one pass checks the known fields in order (runs last), then refuses unknown ones
-        _DOCUMENT({**{k: v for k, v in doc.items() if k in _DOCUMENT_FIELDS}, "runs": []}, "")
+        DOCUMENT({**{k: v for k, v in doc.items() if k in _DOCUMENT_FIELDS}, "runs": []}, "")
         for i, run in enumerate(runs):
             _RUN(run, ("runs", i))
             yield run
-        _DOCUMENT({**doc, "runs": []}, "")
+        DOCUMENT({**doc, "runs": []}, "")
         seen: set[str] = set()
         for i, run in enumerate(runs):
             if run["id"] in seen:

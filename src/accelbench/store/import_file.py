@@ -149,7 +149,7 @@ def run_records(runs: Iterable[dict[str, Any]], tags: Mapping[str, Any] | None,
 RESULT_COLUMNS = ("run_id", "spec_key", "workload", "backend", "device", "params_json", "phases_json",
                   "first_call_s", "flops", "bytes_moved", "check_passed", "max_rel_error", "tolerance",
                   "check_detail", "device_seen", "warnings_json", "calls_per_sample", "target_met", "threads",
-                  "extra_json", "telemetry_json", "verdict", "verdict_reasons_json", "workload_version")  # _row's keys
+                  "extra_json", "telemetry_json", "verdict", "verdict_reasons_json", "workload_version", "role")  # _row's keys
 
 
 def _row(run_id: str, result: dict[str, Any], texts: Iterator[str | None] | None) -> dict[str, Any]:
@@ -179,6 +179,7 @@ def _row(run_id: str, result: dict[str, Any], texts: Iterator[str | None] | None
         "verdict": str(result.get("verdict") or "") or ("valid" if check["passed"] else "invalid"),
         "verdict_reasons_json": _dumps_caveats(result.get("verdict_reasons")),
         "workload_version": None if result.get("workload_version") in (None, "") else str(result["workload_version"]),
+        "role": result.get("role"),  # one of ROLES or null: the document was validated
     }
 
 

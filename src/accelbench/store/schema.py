@@ -4,7 +4,7 @@ A fresh database is built by applying every migration in order (0 -> 1 -> 2 -> .
 upgraded old one go through the same statements and cannot drift apart. Each applied version is
 recorded in `schema_version`; the current version is its largest entry.
 
-Current layout (version 5):
+Current layout (version 6):
 
     schema_version(version PK, applied_at)
     runs(id PK, started_at, finished_at, status, accelbench_version, selection_json)
@@ -21,6 +21,7 @@ Current layout (version 5):
              candidate_result -> results, candidate_phase, baseline_s_json, candidate_s_json,
              note)                                                     # v4
     (v5: results.workload_version)
+    (v6: results.role)
 
 Times are ISO 8601 UTC text; JSON columns hold text written by json.dumps. `max_rel_error` is NULL
 when the error was NaN (SQLite stores NaN as NULL), so a failed check keeps its meaning.
@@ -157,8 +158,13 @@ _V3_TO_V4 = (
 # stored before workloads had versions
 _V4_TO_V5 = ("ALTER TABLE results ADD COLUMN workload_version TEXT",)
 
+# v6: what each result's figures say about a device, as its workload declared it (Workload.role), so a
+# result read where that workload is not installed keeps it; NULL: declared none, or stored before
+_V5_TO_V6 = ("ALTER TABLE results ADD COLUMN role TEXT",)
+
 # version -> statements that take a database from version - 1 to version
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4, 5: _V4_TO_V5}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4, 5: _V4_TO_V5,
+                                          6: _V5_TO_V6}
 CURRENT_VERSION = max(MIGRATIONS)
 
 
@@ -264,7 +270,7 @@ def result_row(run_id: str, m: Measurement) -> dict[str, Any]:
         "threads": None if m.threads is None else int(m.threads), "extra_json": dumps(dict(m.extra)),
         "telemetry_json": dumps(dict(m.telemetry)),
         "verdict": m.verdict, "verdict_reasons_json": dumps(caveats_to_json(m.verdict_reasons)),
-        "workload_version": m.workload_version,
+        "workload_version": m.workload_version, "role": m.role,
     }
 
 
@@ -293,6 +299,7 @@ def measurement_from_row(row: sqlite3.Row) -> Measurement:
         "verdict": row["verdict"],
         "verdict_reasons": json.loads(row["verdict_reasons_json"]),
         "workload_version": row["workload_version"],
+        "role": row["role"],
     })
 
 

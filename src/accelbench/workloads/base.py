@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from accelbench.results import Check, Params, Work
+from accelbench.vocabulary import Role
 
 if TYPE_CHECKING:
     from accelbench.backends.base import Backend, DeviceArray
     from accelbench.timing.rigor import Rigor
-
-
-#: What a workload's figures say about a device (Workload.role), a closed vocabulary:
-#: "compute-bound": limited by arithmetic (matmul): the answer's compute-bound comparison, the
-#: roofline's compute ceiling, and a speed-up against float32 in every dtype;
-#: "memory-bound": limited by memory bandwidth (stream, reduce, elementwise): the answer's
-#: memory-bound comparison; "transfer": moving data between host and device (memcpy);
-#: "model": a whole model or application (deep learning, statistics), read on its own figures.
-Role = Literal["compute-bound", "memory-bound", "transfer", "model"]
-ROLES: tuple[Role, ...] = ("compute-bound", "memory-bound", "transfer", "model")
 
 
 class SelfTiming(Protocol):
@@ -131,8 +122,8 @@ class Workload(abc.ABC):
     size_unit: str = "elements"
     #: dtypes it can run in, in the order a sweep shows them
     dtypes: tuple[str, ...] = ("float64", "float32")
-    #: what its figures say about a device, one of ROLES; the answer, the roofline and the speed-ups
-    #: read it, never the workload's name. None (a third party that declares nothing): shown in the
+    #: what its figures say about a device, one of ROLES (accelbench.vocabulary), stored with each result;
+    #: the answer, the roofline and the speed-ups read it, never the workload's name. None (a third party that declares nothing): shown in the
     #: answer under its own name where no declared work was run, and never a compute ceiling
     role: Role | None = None
     #: the peak its rate is read against: "matrix" (dense products, on matrix units where the dtype

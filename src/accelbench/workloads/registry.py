@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 from accelbench.errors import UsageError
 from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets, builtin_targets
-from accelbench.results import Spec
-from accelbench.workloads.base import Role, Workload
+from accelbench.results import Measurement
+from accelbench.vocabulary import Role
+from accelbench.workloads.base import Workload
 
 # name -> "module:attribute" of accelbench's own, as pyproject.toml declares them (listed there only)
 BUILTIN_WORKLOADS: dict[str, str] = builtin_targets(WORKLOADS_GROUP)
@@ -69,16 +70,31 @@ def workload_role(name: str) -> Role | None:
         return None
 
 
-def crosses_host_link(spec: Spec) -> bool:
-    """Whether `spec` times copies between host and device (a "transfer" workload, unless its
+def role_of(m: Measurement) -> Role | None:
+    """What `m`'s figures say about a device: the role stored with it (its workload's declaration when it
+    ran, kept where that workload is not installed), else, for a result stored before roles were, the
+    role its workload declares here."""
+    return m.role or workload_role(m.spec.workload)
+
+
+def crosses_host_link(m: Measurement) -> bool:
+    """Whether `m` timed copies between host and device (a "transfer" result, unless its
     `direction` parameter says "d2d"): the host link bounds them, not the device's own memory."""
-    return workload_role(spec.workload) == "transfer" and spec.param("direction") != "d2d"
+    return role_of(m) == "transfer" and m.spec.param("direction") != "d2d"
 
 
-def workloads_of_role(names: Iterable[str], role: Role) -> list[str]:
-    """Those of `names` that declare `role`, in the registry's order (built-ins first, as listed)."""
+def workloads_of_role(measurements: Iterable[Measurement], role: Role) -> list[str]:
+    """The workloads of those `measurements` of `role` (role_of), in the registry's order (built-ins first,
+    as listed; then others by name)."""
+    stored, unstored = set(), set()
+    for m in measurements:
+        if m.role == role:
+            stored.add(m.spec.workload)
+        elif m.role is None:
+            unstored.add(m.spec.workload)
+    names = stored | {name for name in unstored if workload_role(name) == role}  # each name looked up once
     order = {name: index for index, name in enumerate(workload_names())}
-    return sorted({n for n in names if workload_role(n) == role}, key=lambda n: (order.get(n, len(order)), n))
+    return sorted(names, key=lambda n: (order.get(n, len(order)), n))
 
 
 def _complete(name: str, target: str, cls: object) -> type[Workload]:

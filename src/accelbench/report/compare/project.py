@@ -193,7 +193,7 @@ def project_measurement(m: Measurement, run: RunData, target: datasheets.Datashe
     if not m.valid:
         return ("check failed: a wrong answer is not projected" if not m.check.passed
                 else f"{m.verdict}: {m.verdict_reasons[0] if m.verdict_reasons else ''}; not projected")
-    if crosses_host_link(m.spec):
+    if crosses_host_link(m):
         return "host↔device copies cross the host link (PCIe, NVLink): no device roofline models them"
     if not m.work.flops and not m.work.bytes_moved:
         return "no work model (flops and bytes per call are both 0)"
