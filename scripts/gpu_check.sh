@@ -187,7 +187,7 @@ if [[ $gpu == 1 ]]; then
 else
   run cpu 120 matmul --sizes 256 --dtype float32 --device cpu --backend numpy --rigor quick
   step peak 40 "$RESERVE_S" "$OUT/peak.json" "$OUT/peak.log" \
-    "$PY" -m accelbench peak --device cpu --budget 4 --orders 64,128 --json
+    "$PY" -m accelbench peak --device cpu --budget 8 --orders 64,128 --json
   step hand-loops 60 "$RESERVE_S" "$OUT/hand.log" "$OUT/hand.err" "$PY" scripts/gpu_handloops.py --out "$OUT/hand.json"
 fi
 
