@@ -175,7 +175,7 @@ def test_without_a_gpu_the_plan_is_the_short_cpu_pipeline(tmp_path):
     plan = planned("cpu", tmp_path)
     assert [row[0] for row in plan] == ["detect", "info", "run-cpu", "peak", "hand-loops", "report", "gpu-tests"]
     peak = next(row for row in plan if row[0] == "peak")
-    assert peak[-6:] == ["cpu", "--budget", "4", "--orders", "64,128", "--json"]
+    assert peak[-6:] == ["cpu", "--budget", "8", "--orders", "64,128", "--json"]
 
 
 def _third_party_imports() -> dict[str, set[str]]:
