@@ -93,24 +93,89 @@ def test_cpu_mode_runs_end_to_end_and_skips_every_gpu_part(image_python, tmp_pat
     done = subprocess.run(["bash", "scripts/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=480)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in ("mode.json", "info.json", "run-cpu.json", "hand.json", "gpu-tests.xml", "gpu-tests.txt",
+    for name in ("mode.json", "info.json", "run-cpu.json", "peak.json", "hand.json", "gpu-tests.xml", "gpu-tests.txt",
                  "report/report.html", "summary.txt", "summary.json", "steps.tsv", "results.sqlite"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     lines = {entry["name"]: entry for entry in json.loads((out / "summary.json").read_text())}
     skipped = [entry for entry in lines.values() if entry["status"] == "SKIP"]
-    assert len(skipped) == 15 and all(entry["detail"].startswith("no GPU (") for entry in skipped)
-    for name in ("inventory (info --all --json)", "CPU smoke run (pipeline)", "report HTML"):
+    # every GPU line: the tutorials' 27 answers, the engine's 12 checks, the GPU-marked tests
+    assert len(skipped) == 40 and all(entry["detail"].startswith("no GPU (") for entry in skipped)
+    for name in ("inventory (info --all --json)", "CPU smoke run (pipeline)", "peak on this CPU (pipeline)",
+                 "report HTML"):
         assert lines[name]["status"] == "PASS", lines[name]
     assert "FAIL" not in {entry["status"] for entry in lines.values()}
     text = (out / "summary.txt").read_text()
     assert "bf16 matmul n=8192 vs hand loop   SKIP: no GPU (" in text
     assert json.loads((out / "hand.json").read_text())["status"] == "skip"
     steps = [row.split("\t") for row in (out / "steps.tsv").read_text().splitlines()]
-    assert [s[0] for s in steps] == ["detect", "info", "run-cpu", "hand-loops", "report", "gpu-tests"]
+    assert [s[0] for s in steps] == ["detect", "info", "run-cpu", "peak", "hand-loops", "report", "gpu-tests"]
     assert all(s[1] == "0" for s in steps), steps
     inventory = json.loads((out / "info.json").read_text())
     assert [d["id"] for d in inventory["devices"]] == ["cpu"]  # no pyopencl on the image: no OpenCL devices
     assert not any(ROOT.glob("gpu-check-out")), "with OUT set nothing is written into the checkout"
+
+
+def planned(mode: str, tmp_path: Path, budget_s: int = 470) -> list[list[str]]:
+    """scripts/gpu_check.sh's steps in `mode` without running them: [name, limit, command words...],
+    each limit as it would be if every step before it took its whole cap."""
+    out = tmp_path / f"{mode}-{budget_s}"
+    env = {"PATH": os.environ["PATH"], "OUT": str(out), "GPU_CHECK_PLAN": mode, "PYTHON": "python3",
+           "GPU_CHECK_BUDGET_S": str(budget_s)}
+    done = subprocess.run(["bash", "scripts/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "steps.tsv").read_text(), "a plan runs nothing"
+    return [row.split("\t") for row in (out / "plan.tsv").read_text().splitlines()]
+
+
+def test_on_a_gpu_the_tutorials_answers_come_first_and_every_step_has_a_cap(tmp_path):
+    from accelbench.cli.main import build_parser
+
+    plan = planned("gpu", tmp_path, budget_s=3600)  # time for every step: each gets its whole cap
+    assert [row[0] for row in plan] == [
+        "detect", "info", "run-quick-suite", "monitor", "run-seed-matmul", "run-stats", "run-dl-train",
+        "run-dl-vgg-infer", "run-dl-transfer", "run-keras-torch", "run-keras-jax", "run-cupy-jax", "setup", "peak",
+        "run-matmul-8192", "hand-loops", "nvml-buffers", "report", "gpu-tests"]
+    parser = build_parser()
+    commands = {}
+    for name, cap, *command in plan:
+        assert 0 < int(cap) <= 150, (name, cap)   # no step may take the budget for itself
+        if command[1:3] == ["-m", "accelbench"]:
+            commands[name] = parser.parse_args(command[3:])  # every option exists and takes its value
+    for name, args in commands.items():
+        if args.command == "run":
+            assert args.json and args.no_progress, name
+            assert name == "run-matmul-8192" or (args.device == "cpu,cuda:0" and args.timeout), name
+    quick, seed = commands["run-quick-suite"], commands["run-seed-matmul"]
+    assert quick.workloads == [] and quick.rigor == "quick"
+    assert seed.workloads == ["matmul"] and seed.sizes == "1000,2000,3000"
+    assert seed.dtype == "float64,float32,float16,bfloat16"
+    assert set(commands["run-stats"].workloads) == {"montecarlo", "bootstrap", "integrate", "simstudy", "distance", "mcmc"}
+    assert set(commands["run-dl-train"].workloads) == {"mlp", "cnn", "lstm", "amp", "augment", "ddp"}
+    for name in ("run-dl-vgg-infer", "run-dl-transfer"):  # the tutorials' 224x224, batch 8: the full grid
+        assert commands[name].rigor == "standard" and not commands[name].quick and commands[name].sizes == "8"
+    assert commands["run-keras-jax"].backend == "keras-jax" and commands["run-cupy-jax"].backend == "numpy,cupy,jax"
+    assert commands["peak"].device == "cuda:0" and commands["peak"].budget == 120 and commands["peak"].json
+    assert commands["setup"].device == "cuda:0" and commands["setup"].settings.endswith("setup-settings.toml")
+    assert commands["info"].all and commands["info"].json
+
+
+def test_when_every_step_takes_its_whole_cap_the_check_still_ends_in_8_minutes_with_a_peak(tmp_path):
+    plan = planned("gpu", tmp_path)
+    limits = {name: int(limit) for name, limit, *_ in plan}
+    assert sum(limit for name, limit in limits.items() if name != "monitor") <= 470  # the monitor runs beside
+    assert limits["run-quick-suite"] == 80 and limits["run-seed-matmul"] == 80   # the answers come first
+    peak = next(command for name, _, *command in plan if name == "peak")
+    assert int(peak[peak.index("--budget") + 1]) >= 60   # kept for it by every step before
+    assert limits["report"] >= 20 and limits["gpu-tests"] > 0
+    assert limits["hand-loops"] == 0                     # the engine's proofs go first when time runs out
+
+
+def test_without_a_gpu_the_plan_is_the_short_cpu_pipeline(tmp_path):
+    plan = planned("cpu", tmp_path)
+    assert [row[0] for row in plan] == ["detect", "info", "run-cpu", "peak", "hand-loops", "report", "gpu-tests"]
+    peak = next(row for row in plan if row[0] == "peak")
+    assert peak[-6:] == ["cpu", "--budget", "8", "--orders", "64,128", "--json"]
 
 
 def _third_party_imports() -> dict[str, set[str]]:

@@ -107,3 +107,13 @@ def test_check_piped_fits_80_columns(db):
     assert code in (0, 1, 3) and "cpu.matmul" in text
     _fits(text)
     assert "None cores" not in text  # no quota reads "measured nothing", not a Python None
+
+
+def test_peak_and_the_pair_it_leaves_piped_fit_80_columns(db):
+    code, text = piped(["peak", "--device", "cpu", "--budget", "8", "--orders", "64,128", "--db", db["path"]])
+    assert code == 0 and "maximum" in text and "sustained" in text
+    _fits(text)
+    for argv in (["ceilings"], ["info"]):  # each now names the stored maximum and sustained rate
+        code, text = piped([*argv, "--db", db["path"]])
+        assert code == 0 and "sustained" in text, argv
+        _fits(text)

@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 import pytest
+from recorded_gpu_check import write_answers
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -79,6 +80,8 @@ def h200_folder(tmp_path: Path, *, bf16_tflops: float = 781.0, pinned_gbs: float
     (folder / "gpu-tests.xml").write_text('<testsuites><testsuite name="pytest" tests="21" failures="0" errors="0" '
                                           'skipped="0"/></testsuites>')
     (folder / "steps.tsv").write_text("detect\t0\t4\ninfo\t0\t18\nrun-matmul\t0\t95\nhand-loops\t0\t14\n")
+    if gpu:
+        write_answers(folder)  # the tutorial steps' files: tests/recorded_gpu_check.py
     return folder
 
 
@@ -165,6 +168,10 @@ def test_without_a_gpu_every_gpu_line_skips_and_nothing_fails(tmp_path):
         {**result("matmul", 80.0, n=256, dtype="float32", threads=2, seen="cpu"),
          "spec": {"workload": "matmul", "backend": "numpy", "device": "cpu", "params": {"n": 256, "threads": 2}}}]}))
     (folder / "gpu-tests.xml").write_text('<testsuite tests="21" failures="0" errors="0" skipped="21"/>')
+    cpu_pair = {"n": 64, "clock_mhz": 3620.0, "power_w": None}
+    (folder / "peak.json").write_text(json.dumps({  # `accelbench peak --device cpu` in CPU mode
+        "coverage": "1 of 2 grid orders", "formula_peak_flops": 166e9, "final_check_passed": True,
+        "maximum": {**cpu_pair, "rate_flops": 40e9}, "sustained": {**cpu_pair, "rate_flops": 37e9, "settled": False}}))
     assert summary.main([str(folder)]) == 0
     lines = lines_of(folder)
     skipped = [line for line in lines.values() if line.status == "SKIP"]
@@ -172,6 +179,11 @@ def test_without_a_gpu_every_gpu_line_skips_and_nothing_fails(tmp_path):
     assert all(line.detail.startswith("no GPU (torch sees no CUDA device)") for line in skipped)
     assert "SKIP: no GPU" in (folder / "summary.txt").read_text()
     assert lines["CPU smoke run (pipeline)"].status == "PASS"
+    assert {"answer (quick suite)", "seed matmul float64", "DL vgg-infer", "peak maximum/sustained",
+            "deviceQuery"} <= {line.name for line in skipped}
+    cpu_peak = lines["peak on this CPU (pipeline)"]
+    assert cpu_peak.status == "PASS" and "maximum 40.0 GFLOP/s" in cpu_peak.detail and "3,620 MHz" in cpu_peak.detail
+    assert "not settled within the budget" in cpu_peak.detail
 
 
 def test_missing_evidence_fails_its_lines_without_crashing(tmp_path):

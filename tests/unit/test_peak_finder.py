@@ -11,7 +11,7 @@ from accelbench.backends.registry import get_backend
 from accelbench.results import Check
 from accelbench.runner.peak_bench import BackendBench, cpu_reader
 from accelbench.runner.peak_finder import Burst, candidate_orders, find_peak, settled
-from accelbench.runner.peak_results import pair_text, peak_pairs, search_measurements
+from accelbench.runner.peak_results import pair_lines, peak_pairs, search_measurements
 
 H200_BOOST_MHZ, H200_CAPPED_MHZ = 1980.0, 1600.0
 
@@ -54,7 +54,9 @@ class ReplayedH200:
             at_boost = 1500e12  # a timing bug: faster than the chip can go
         rate = at_boost * (self.clock_mhz() / H200_BOOST_MHZ) ** 0.7
         rate *= 1 + self.wobble * (-1) ** self.bursts
-        return Burst(max(1, round(rate * seconds / (2.0 * n**3))), seconds, self.clock_mhz(), 700.0)
+        per_call = 2.0 * n**3 / rate
+        batches = tuple(per_call * (1 + 0.004 * math.sin(7 * i + self.bursts)) for i in range(10))  # 0.1 s each
+        return Burst(max(1, round(rate * seconds / (2.0 * n**3))), seconds, self.clock_mhz(), 700.0, batches)
 
     def release(self, n):
         pass
@@ -110,10 +112,35 @@ def test_the_pair_is_stored_as_results_and_read_back_with_clock_and_power():
     assert all(m.trusted and m.spec.workload == "matmul" for m in measurements)
     pairs = peak_pairs([(m, "run-1") for m in measurements])
     pair = pairs[("cuda:0", "bfloat16")]
-    assert pair["maximum"]["rate_flops"] == pytest.approx(search.maximum.rate)
+    assert pair["maximum"]["rate_flops"] == pytest.approx(search.maximum.rate, rel=0.005)  # median of its batches
     assert pair["sustained"]["rate_flops"] == pytest.approx(search.sustained.rate)
-    text = pair_text("bfloat16", pair)
-    assert "maximum 7" in text and "sustained 6" in text and "1,980 MHz" in text and "settled" in text
+    lines = pair_lines("bfloat16", pair)
+    assert lines[0].startswith("bfloat16 maximum 7") and "1,980 MHz" in lines[0]
+    assert any(line.startswith("bfloat16 sustained 6") and "settled" in line for line in lines)
+    assert all(len(line) <= 72 for line in lines)
+
+
+def test_the_maximum_carries_its_best_bursts_batches_as_samples():
+    now = [0.0]
+    search = _run(ReplayedH200(now), now)
+    maximum, _ = search_measurements(search, "torch", "cuda:0", "bfloat16", search.final_check)
+    assert maximum.samples_s == search.maximum.batch_s and len(maximum.samples_s) == 10
+    entry = peak_pairs([(maximum, "run-1")])[("cuda:0", "bfloat16")]["maximum"]
+    assert entry["samples"] == 10 and entry["ci_low_flops"] < entry["rate_flops"] < entry["ci_high_flops"]
+    assert entry["ci_high_flops"] / entry["ci_low_flops"] < 1.01     # the replay's batches spread 0.4 %
+    assert entry["rate_flops"] == pytest.approx(search.maximum.rate, rel=0.005)
+    assert "95% CI 7" in pair_lines("bfloat16", {"maximum": entry})[1] and "10 batches" in pair_lines(
+        "bfloat16", {"maximum": entry})[1]
+
+
+def test_a_real_burst_keeps_the_settled_batches_not_the_ramp():
+    from accelbench.runner.peak_bench import SETTLED_BATCH_S, per_call_of_batches
+
+    ramp = [(0.001, 1), (0.002, 2), (0.004, 4)]
+    settled = [(0.1, 100), (0.11, 100), (0.09, 100)]
+    assert per_call_of_batches(ramp + settled) == pytest.approx((0.001, 0.0011, 0.0009))
+    assert per_call_of_batches(ramp) == pytest.approx((0.001, 0.001, 0.001))  # too few settled: every batch
+    assert SETTLED_BATCH_S < 0.09
 
 
 def test_the_finder_runs_for_real_on_this_cpu_and_reports_the_running_clock():
@@ -122,6 +149,7 @@ def test_the_finder_runs_for_real_on_this_cpu_and_reports_the_running_clock():
     assert search.maximum is not None and search.maximum.rate > 0
     assert search.final_check is not None and search.final_check.passed
     assert search.sustained is not None and search.sustained.rate > 0
+    assert search.maximum.batch_s and all(s > 0 for s in search.maximum.batch_s)
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert search.maximum.clock_mhz and 300 < search.maximum.clock_mhz < 7000
     assert search.elapsed_s < 6 + 2

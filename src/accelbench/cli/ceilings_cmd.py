@@ -35,21 +35,43 @@ def run(args) -> int:
             devices = {d.id: d for d in collect_inventory().devices}
             found = stored_ceilings(store, host, devices)
             pairs = peak_pairs(store.ceiling_candidates(host))
+            foreign = {host_of: peak_pairs((m, run_id) for m, run_id, h in store.foreign_peak_results(host)
+                                           if h == host_of)
+                       for host_of in sorted({h for *_, h in store.foreign_peak_results(host)})}
     except NoDatabaseError as exc:
         print(f"accelbench ceilings: {exc}", file=sys.stderr)
         return 0 if not args.forget else 2
     if args.json:
-        json.dump([{"device": c.device, "metric": c.metric, "value": c.value, "unit": c.unit, "run_id": c.run_id,
-                    "spec": c.spec.to_dict()} for c in found.values()], sys.stdout, indent=2)
+        json.dump([_ceiling_json(c, pairs) for c in found.values()], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     _render(found, host)
     if pairs:  # `accelbench peak`'s maximum and sustained rate, told apart
-        from accelbench.runner.peak_results import pair_text
         print("Maximum and sustained matmul rate (accelbench peak):")
-        for (device, dtype), pair in sorted(pairs.items()):
-            print(f"  {device} {pair_text(dtype, pair)}")
+        _print_pairs(pairs)
+    for host_of, found_there in foreign.items():
+        print(f"Imported or from {host_of or 'an unnamed host'} (shown, never this machine's ceilings):")
+        _print_pairs(found_there)
     return 0
+
+
+def _print_pairs(pairs: dict) -> None:
+    from accelbench.runner.peak_results import pair_lines
+
+    for (device, dtype), pair in sorted(pairs.items()):
+        print("\n".join(f"  {line}" for line in pair_lines(f"{device} {dtype}", pair)))
+
+
+def _ceiling_json(ceiling, pairs: dict) -> dict:
+    """One ceiling; a matmul ceiling carries its device and dtype's peak pair (null without one)."""
+    from accelbench.runner.peak_results import pair_json
+
+    entry = {"device": ceiling.device, "metric": ceiling.metric, "value": ceiling.value, "unit": ceiling.unit,
+             "run_id": ceiling.run_id, "spec": ceiling.spec.to_dict()}
+    if ceiling.spec.workload == "matmul":
+        pair = pairs.get((ceiling.device, str(ceiling.spec.param("dtype"))))
+        entry["peak_pair"] = pair_json(pair) if pair else None
+    return entry
 
 
 def _render(found: dict, host: str) -> None:

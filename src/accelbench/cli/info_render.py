@@ -7,6 +7,7 @@ from rich.table import Table
 from accelbench.cli.device_query_render import QUERY_PROPERTIES, device_query_rows
 from accelbench.devices.inventory import Inventory
 from accelbench.devices.model import OK, PEAK_METRICS, PROVENANCES, Device
+from accelbench.runner.peak_results import PAIR_PROPERTY, pair_lines
 from accelbench.terminal import console as make_console
 from accelbench.terminal import literal
 from accelbench.units import format_bytes, format_property, format_si, label
@@ -16,7 +17,7 @@ _CPU_GROUPED = {
     "model", "vendor", "sockets", "physical_cores", "logical_cores", "usable_cpus", "features",
     "nominal_clock_mhz", "nominal_clock_source", "max_clock_mhz", "current_clock_mhz",
     "running_clock_mhz", "running_clock_method", "memory_total_bytes", "memory_available_bytes",
-    "numa_nodes", "blas_libraries", "thread_environment",
+    "numa_nodes", "blas_libraries", "thread_environment", PAIR_PROPERTY,
 }
 
 
@@ -53,6 +54,8 @@ def _device_table(device: Device) -> Table:
         table.add_row("Reached by", literal(" · ".join(f"{b} → {i}" for b, i in device.reach.items())))
     for index, line in enumerate(_peak_lines(device)):
         table.add_row("Peaks" if index == 0 else "", line)
+    for index, line in enumerate(_pair_lines(device)):  # `accelbench peak`'s stored pairs
+        table.add_row("Max/sustained" if index == 0 else "", literal(line))
     for warning in device.warnings:
         table.add_row("[yellow]Warning[/]", f"[yellow]{literal(warning)}[/]")
     return table
@@ -101,7 +104,7 @@ def _generic_rows(device: Device) -> list[tuple[str, str]]:
     if device.memory_bytes:
         rows.append(("Memory", format_bytes(device.memory_bytes)))
     for name, value in device.properties.items():
-        if value is None or name == "memory_bytes" or name in QUERY_PROPERTIES:
+        if value is None or name == "memory_bytes" or name in QUERY_PROPERTIES or name == PAIR_PROPERTY:
             continue
         rows.append((label(name), format_property(name, value)))
     return rows + device_query_rows(device.properties)
@@ -114,6 +117,11 @@ def _peak_lines(device: Device) -> list[str]:
         lines.append(f"{literal(figure.metric):<16} {format_si(figure.value, figure.unit):>14}  "
                      f"[dim]{literal(figure.provenance)}:[/] {literal(figure.detail)}")
     return lines
+
+
+def _pair_lines(device: Device) -> list[str]:
+    pairs = device.properties.get(PAIR_PROPERTY) or {}
+    return [line for dtype, pair in pairs.items() for line in pair_lines(dtype, pair, width=56)]
 
 
 def _probe_table(inventory: Inventory, debug: bool) -> Table:

@@ -71,7 +71,7 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     peak = _formula_peak(device, dtype)
     result = find_peak(bench, orders, multiple=search["multiple"], budget_s=args.budget, peak_flops=peak)
-    stored = "" if args.no_store else _store(args.db, result, backend.name, args.device, dtype, inventory)
+    stored = "" if args.no_store else _store(args.db, result, backend, args.device, dtype, inventory)
     if args.json:
         json.dump(_as_json(result, peak, stored), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -91,7 +91,7 @@ def _formula_peak(device, dtype: str) -> float | None:
     return figure.value if figure else None
 
 
-def _store(db: str | None, result, backend: str, device: str, dtype: str, inventory) -> str:
+def _store(db: str | None, result, backend, device: str, dtype: str, inventory) -> str:
     from accelbench.runner.peak_results import search_measurements
     from accelbench.session import machine_record
     from accelbench.store.db import Store
@@ -99,12 +99,14 @@ def _store(db: str | None, result, backend: str, device: str, dtype: str, invent
     check = result.final_check
     if check is None:
         return ""
-    measurements = search_measurements(result, backend, device, dtype, check)
+    measurements = search_measurements(result, backend.name, device, dtype, check)
     if not measurements:
         return ""
     with Store(db) as store:
-        run_id = store.start_run(machine_record({}, inventory), {"command": "peak", "device": device, "dtype": dtype,
-                                                                 "budget_s": result.budget_s})
+        # the backend in the machine record: its versions, and the device it reached is not "unreached"
+        run_id = store.start_run(machine_record({backend.name: backend}, inventory),
+                                 {"command": "peak", "device": device, "dtype": dtype, "backends": backend.name,
+                                  "budget_s": result.budget_s})
         store.add_results(run_id, measurements)
         store.finish_run(run_id, "complete")
     return run_id
@@ -115,13 +117,25 @@ def _trial_json(trial) -> dict[str, Any]:
             "status": trial.status, "detail": trial.detail}
 
 
+def _batches_json(trial) -> dict[str, Any]:
+    """The best burst's batches as the maximum's spread: how many, the median rate and its 95% CI."""
+    from accelbench.runner.peak_results import rate_spread
+    from accelbench.timing import stats
+
+    flops = 2.0 * trial.n**3
+    spread = rate_spread(flops, trial.batch_s)
+    return {"count": spread["samples"], "median_flops": flops / stats.median(trial.batch_s) if trial.batch_s else None,
+            "ci_low_flops": spread["ci_low_flops"], "ci_high_flops": spread["ci_high_flops"],
+            "per_call_s": list(trial.batch_s)}
+
+
 def _as_json(result, peak: float | None, run_id: str) -> dict[str, Any]:
     held = result.sustained
     return {
         "bench": result.label, "budget_s": result.budget_s, "elapsed_s": result.elapsed_s,
         "formula_peak_flops": peak, "coverage": result.coverage, "run_id": run_id or None,
         "trials": [_trial_json(t) for t in result.trials],
-        "maximum": _trial_json(result.maximum) if result.maximum else None,
+        "maximum": {**_trial_json(result.maximum), "batches": _batches_json(result.maximum)} if result.maximum else None,
         "sustained": None if held is None else {
             "n": held.n, "rate_flops": held.rate, "clock_mhz": held.clock_mhz, "power_w": held.power_w,
             "settled": held.settled, "held_s": held.held_s, "windows": [_trial_json(w) for w in held.windows]},
@@ -131,28 +145,37 @@ def _as_json(result, peak: float | None, run_id: str) -> dict[str, Any]:
 
 
 def _print(result, peak: float | None, run_id: str, has_clock: bool) -> None:
+    import textwrap
+
+    from accelbench.units import format_si
+
     def line(name: str, rate: float, n: int, clock: float | None, power: float | None, tail: str = "") -> str:
         facts = [f"n={n}", f"clock {clock:,.0f} MHz" if clock else "clock unknown"]
         if power:
             facts.append(f"{power:,.0f} W")
         share = f", {rate / peak:.0%} of the formula peak" if peak else ""
-        return f"{name:<10} {rate / 1e12:9.3f} TFLOP/s  ({', '.join(facts)}{share}){tail}"
+        return "\n".join(textwrap.wrap(f"{name:<10} {format_si(rate, 'FLOP/s')} ({', '.join(facts)}{share}){tail}",
+                                       78, subsequent_indent=" " * 11))
 
     print(f"accelbench peak: {result.label}")
     for trial in result.trials:
-        rate = f"{trial.rate / 1e12:.3f} TFLOP/s" if trial.rate else f"{trial.status}: {trial.detail}"
-        print(f"  n={trial.n:<6} {rate}")
+        rate = format_si(trial.rate, "FLOP/s") if trial.rate else f"{trial.status}: {trial.detail}"
+        print("\n".join(textwrap.wrap(f"  n={trial.n:<6} {rate}", 78, subsequent_indent=" " * 11)))
     if result.maximum and result.maximum.rate:
         m = result.maximum
-        print(line("maximum", m.rate or 0.0, m.n, m.clock_mhz, m.power_w))
+        spread = _batches_json(m)
+        interval = (f"; best burst's {spread['count']} batches: 95% CI {format_si(spread['ci_low_flops'], 'FLOP/s')}"
+                    f"–{format_si(spread['ci_high_flops'], 'FLOP/s')}" if spread["ci_low_flops"] else
+                    f"; best burst's {spread['count']} batches, too few for an interval")
+        print(line("maximum", m.rate or 0.0, m.n, m.clock_mhz, m.power_w, interval))
     held = result.sustained
     if held is not None:
-        tail = "" if held.settled else "  (not settled within the budget: the last windows' mean)"
+        tail = "" if held.settled else "; not settled within the budget: the last windows' mean"
         print(line("sustained", held.rate, held.n, held.clock_mhz, held.power_w, tail))
     for note in result.notes:
-        print(f"note: {note}")
+        print("\n".join(textwrap.wrap(f"note: {note}", 78, subsequent_indent="  ")))
     if not has_clock:
-        print("note: no clock reader for this device (NVML or the CPU's multiply chain): clocks are unknown")
-    print(f"coverage: {result.coverage}")
+        print("note: no clock reader for this device (NVML or the CPU's multiply chain):\n  clocks are unknown")
+    print("\n".join(textwrap.wrap(f"coverage: {result.coverage}", 78, subsequent_indent="  ")))
     if run_id:
-        print(f"stored as run {run_id} (accelbench ceilings and info name the pair)")
+        print(f"stored as run {run_id}: `accelbench ceilings` and `info` name it")

@@ -12,6 +12,7 @@ from typing import Iterable
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
+from accelbench.runner.peak_results import PEAK_PARAM
 from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32, PairedSamples,
                                         SpeedupCI, Speedups, baseline_key, cpu_baselines)
 from accelbench.store.ceilings import best_ceilings, ceiling_metric
@@ -66,7 +67,8 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
             paired: Iterable[PairedSamples] = ()) -> list[Row]:
     """`paired`: the run's paired rounds (Store.speedups); speed-ups without them are unpaired."""
     devices = devices or {}
-    valid = [m for m in measurements if m.valid]
+    # `accelbench peak`'s figures are no CPU baseline: its search chose their order, no grid did
+    valid = [m for m in measurements if m.valid and m.spec.param(PEAK_PARAM) is None]
     cpu_all, cpu_one = cpu_baselines(valid)
     speedups = Speedups(paired).by_candidate(measurements)
     prelim = []

@@ -20,6 +20,7 @@ from accelbench.report.data import RunData, series_label, transfer_share
 from accelbench.report.energy_html import energy_html
 from accelbench.report.figures import FigureResult
 from accelbench.report.headline import headline_for_run, headline_html
+from accelbench.report.peak_html import peak_pair_html
 from accelbench.report.reference_html import reference_html
 from accelbench.report.unreached import unreached_html
 from accelbench.report.analysis import Row
@@ -288,7 +289,8 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
                             run.run_id, unreached_html(run))
             + f"<h3>Findings</h3>{findings_html(found)}" + reference_html(run)
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
-            + "<h2>Results</h2>" + (results_html(run.rows) if results is None else results) + roofline_table_html(roof) + energy_html(run)
+            + "<h2>Results</h2>" + (results_html(run.rows) if results is None else results) + roofline_table_html(roof)
+            + peak_pair_html(run) + energy_html(run)
             + "<h2>Skipped combinations</h2>" + skips_html(run)
             + "<h2>Machine and software</h2>" + machine_html(run) + "</section>")
 

@@ -18,6 +18,7 @@ from accelbench.runner.peak_finder import Burst
 from accelbench.workloads.verify import as_computed, host_inputs, make_check, relative_norm_error, tolerance
 
 BATCH_S = 0.1   # calls between synchronisations: short against a burst, long against a launch
+SETTLED_BATCH_S = BATCH_S / 4   # batches this long count as the burst's samples (not the ramp of 1, 2, 4 calls)
 
 # (clock MHz, power W) now, either None where the device does not say
 Reader = Callable[[], tuple[float | None, float | None]]
@@ -68,6 +69,7 @@ class BackendBench:
         self.backend.synchronize(self.device)
         batch = 1  # grows to BATCH_S worth of calls: one timed call is too noisy to size a batch on
         calls, started = 0, time.perf_counter()
+        batches: list[tuple[float, int]] = []  # (seconds, calls) of each batch
         while True:
             batch_started = time.perf_counter()
             for _ in range(batch):
@@ -75,18 +77,26 @@ class BackendBench:
             self.backend.synchronize(self.device)
             calls += batch
             now = time.perf_counter()
+            batches.append((now - batch_started, batch))
             elapsed = now - started
             if elapsed >= seconds:
                 break
             # resize to the speed seen now: a shared or throttling device must not overrun the burst
             batch = max(1, min(batch * 2, int(BATCH_S * batch / max(now - batch_started, 1e-6))))
         clock_mhz, power_w = self._reader()  # at the burst's end, while the chip is still under load
-        return Burst(calls, elapsed, clock_mhz, power_w)
+        return Burst(calls, elapsed, clock_mhz, power_w, per_call_of_batches(batches))
 
     def release(self, n: int) -> None:
         # one order at a time on the device: the largest ones fill a good part of its memory
         for other in [k for k in self._held if k != n]:
             del self._held[other]
+
+
+def per_call_of_batches(batches: list[tuple[float, int]]) -> tuple[float, ...]:
+    """Each batch's seconds per call: the settled batches (at least SETTLED_BATCH_S long), or every
+    batch where fewer than three settled (a burst of a few long calls)."""
+    settled = [(s, c) for s, c in batches if s >= SETTLED_BATCH_S]
+    return tuple(s / c for s, c in (settled if len(settled) >= 3 else batches) if c > 0)
 
 
 def cpu_reader() -> Reader:

@@ -32,6 +32,7 @@ class Burst:
     elapsed_s: float
     clock_mhz: float | None = None
     power_w: float | None = None
+    batch_s: tuple[float, ...] = ()   # seconds per call of each batch between synchronisations
 
 
 class Bench(Protocol):
@@ -53,6 +54,7 @@ class Trial:
     power_w: float | None = None
     status: str = "valid"          # valid | check failed | above peak | failed
     detail: str = ""
+    batch_s: tuple[float, ...] = ()  # the burst's per-call seconds, batch by batch: the rate's spread
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ def _try(bench: Bench, n: int, seconds: float, peak_flops: float | None) -> Tria
     if peak_flops and rate > peak_flops:
         return Trial(n, None, burst.clock_mhz, burst.power_w, "above peak",
                      f"{rate / 1e12:.1f} TFLOP/s exceeds the formula peak {peak_flops / 1e12:.1f}: not counted")
-    return Trial(n, rate, burst.clock_mhz, burst.power_w)
+    return Trial(n, rate, burst.clock_mhz, burst.power_w, batch_s=burst.batch_s)
 
 
 def _best(trials: Sequence[Trial]) -> Trial | None:

@@ -39,6 +39,17 @@ class CeilingRows:
         return [(measurement_from_row(row), row["run_id"]) for row in rows]
 
     @_reported
+    def foreign_peak_results(self, hostname: str) -> list[tuple[Measurement, str, str]]:
+        """(measurement, run id, host) of `accelbench peak`'s results that are not this host's
+        ceilings: imported runs, or measured on another host. They are shown, never a ceiling."""
+        rows = self._connection().execute(
+            "SELECT r.*, COALESCE(m.hostname, '') AS peak_host FROM results r JOIN runs ON runs.id = r.run_id "
+            "LEFT JOIN machines m ON m.run_id = r.run_id "
+            "WHERE r.workload = 'matmul' AND r.check_passed = 1 AND r.params_json LIKE '%\"peak\"%' "
+            "AND (runs.origin != 'local' OR COALESCE(m.hostname, '') != ?) ORDER BY r.id", (hostname,))
+        return [(measurement_from_row(row), row["run_id"], row["peak_host"]) for row in rows]
+
+    @_reported
     def forget_ceilings(self, hostname: str, device: str | None = None) -> int:
         """Set this host's stored results aside as ceilings (all devices, or one); returns how many."""
         sql = ("UPDATE results SET ceiling_forgotten = 1 WHERE ceiling_forgotten = 0 AND run_id IN "

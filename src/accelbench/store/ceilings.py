@@ -118,24 +118,42 @@ def measured_inventory(probes: Iterable[str] | None = None, db_path: str | None 
 
     found = inventory_module.collect_inventory(None if probes is None else tuple(probes))
     found = dataclasses.replace(found, devices=with_backend_reach(found.devices))
-    return inventory_module.with_measured_peaks(found, _ceilings_at(db_path, found.devices))
+    ceilings, pairs = _ceilings_at(db_path, found.devices)
+    return _with_peak_pairs(inventory_module.with_measured_peaks(found, ceilings), pairs)
 
 
-def _ceilings_at(db_path: str | None, devices) -> dict:
-    """This host's measured ceilings in the database at `db_path` ({} without one: never created)."""
+def _ceilings_at(db_path: str | None, devices) -> tuple[dict, dict]:
+    """This host's measured ceilings and `accelbench peak` pairs in the database at `db_path`
+    (both empty without one: never created)."""
     import socket
 
+    from accelbench.runner.peak_results import peak_pairs
     from accelbench.store.db import Store
     from accelbench.store.paths import resolve_db_path
 
     path = resolve_db_path(db_path)
     if not path.is_file():
-        return {}
+        return {}, {}
     try:
         with Store(path, create=False) as store:
-            return stored_ceilings(store, socket.gethostname(), {d.id: d for d in devices})
+            candidates = store.ceiling_candidates(socket.gethostname())
+            return best_ceilings(candidates, {d.id: d for d in devices}), peak_pairs(candidates)
     except Exception:  # noqa: BLE001 - a broken or foreign store must not break the inventory
-        return {}
+        return {}, {}
+
+
+def _with_peak_pairs(inventory, pairs: dict):
+    """Each device with its stored maximum/sustained pairs ({dtype: pair}) as a property."""
+    from accelbench.runner.peak_results import PAIR_PROPERTY
+
+    if not pairs:
+        return inventory
+    devices = []
+    for device in inventory.devices:
+        mine = {dtype: pair for (device_id, dtype), pair in sorted(pairs.items()) if device_id == device.id}
+        devices.append(dataclasses.replace(device, properties={**device.properties, PAIR_PROPERTY: mine})
+                       if mine else device)
+    return dataclasses.replace(inventory, devices=tuple(devices))
 
 
 def stored_ceilings(store, hostname: str, devices: dict[str, Device]) -> dict[tuple[str, str], MeasuredCeiling]:
