@@ -48,6 +48,8 @@ class Case:
     outputs: Callable[[Path], list[str]] = lambda folder: []  # problems with its output files
     new_runs: int = 0  # runs the command adds (all of them, or none)
     path_first: str = ""  # a folder of the template put first on PATH (fake commands)
+    # problems with an exit 0, given its folder and its stdout and stderr: a write it went past unsaid
+    unsaid: Callable[[Path, str], list[str]] = lambda folder, said: []
 
     def environment(self, folder: Path) -> dict[str, str]:
         if not self.path_first:
@@ -105,6 +107,17 @@ def _manifest_whole(folder: Path) -> list[str]:
     return problems
 
 
+def _manifest_failure_said(folder: Path, said: str) -> list[str]:
+    try:
+        jobs = json.loads((folder / "cluster" / "manifest.json").read_text())["jobs"]
+    except (OSError, ValueError, KeyError):
+        return []  # a partial manifest: _manifest_whole names it
+    remembered = all(job["last_state"].get("state") == "COMPLETED" for job in jobs)
+    if remembered or "does not remember Slurm's states" in said or "Slurm could not be asked" in said:
+        return []
+    return ["exit 0 without a word, but the manifest was not updated"]
+
+
 CASES = {
     "import": Case("import", lambda f: ["import", f / "doc.json", "--db", f / "r.sqlite"], new_runs=2),
     "export": Case("export", lambda f: ["export", "--all", "-o", f / "out.json", "--db", f / "r.sqlite"],
@@ -117,7 +130,8 @@ CASES = {
     "run": Case("run", lambda f: ["run", "reduce", "--backend", "numpy", "--device", "cpu", "--sizes", "100000",
                                   "--rigor", "quick", "--db", f / "r.sqlite"], new_runs=1),
     "gather": Case("gather", lambda f: ["gather", f / "cluster", "--db", f / "r.sqlite"],
-                   outputs=_manifest_whole, new_runs=sum(GATHERED_JOBS.values()), path_first="slurm-bin"),
+                   outputs=_manifest_whole, new_runs=sum(GATHERED_JOBS.values()), path_first="slurm-bin",
+                   unsaid=_manifest_failure_said),
 }
 
 
@@ -197,6 +211,8 @@ def check(case: Case, folder: Path, before: list[str], done: subprocess.Complete
             problems.append(f"temporary files left: {leftovers}")
     if done is not None and not killed:
         problems += _exit_problems(case, done, hit_fd, added)
+        if done.returncode == 0:
+            problems += case.unsaid(folder, done.stdout + done.stderr)
     return problems
 
 

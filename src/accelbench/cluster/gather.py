@@ -235,6 +235,7 @@ def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobSta
 class GatherReport:
     outcomes: list[JobOutcome]
     slurm_error: str = ""  # why Slurm could not be asked (the files decided instead)
+    unremembered: str = ""  # why the manifest could not be updated: said, never silently dropped
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -270,10 +271,12 @@ def gather(results_dir: str | Path, store, runner: Runner = run_command,
             known = query([r.job_id for r in records if r.job_id], runner)
         except UsageError as exc:  # no Slurm reachable from here
             known, slurm_error = {}, str(exc)
+    unremembered = ""
     if known:
         try:
             record_states(folder, known)
-        except (UsageError, OSError):
-            pass  # a read-only copy of the folder: gathering works, only the memory of states is lost
+        except (UsageError, OSError) as exc:  # a read-only copy, a full disk: the results still count
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            unremembered = f"the job manifest in {folder} does not remember Slurm's states ({why})"
     outcomes = outcomes_for(records, folder, known, store, slurm_asked=not slurm_error)
-    return GatherReport(outcomes, slurm_error)
+    return GatherReport(outcomes, slurm_error, unremembered)
