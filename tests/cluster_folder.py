@@ -5,6 +5,8 @@ act, jobs/J.status.json. Shared by the cluster unit tests and the fault sweep.""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from accelbench.cluster.manifest import JobRecord
@@ -36,3 +38,15 @@ def finish_job(results_dir: Path, job_id: str, status: dict | None, *, document:
     if status is not None:
         (jobs / f"{job_id}.status.json").write_text(json.dumps({**status, "job_id": job_id}))
     return [run["id"] for run in document["runs"]]
+
+
+def fake_slurm(folder: Path, completed: Iterable[str]) -> dict[str, str]:
+    """`squeue` and `scontrol` in `folder`: squeue says each job in `completed` completed, scontrol
+    has forgotten them (so squeue's word stands). Returns an environment with them first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{job_id}|COMPLETED|n{job_id}|gpu|None\\n" for job_id in completed)
+    (folder / "squeue").write_text(f"#!/bin/sh\nprintf '{lines}'\n")
+    (folder / "scontrol").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
+    for command in ("squeue", "scontrol"):
+        (folder / command).chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -155,20 +155,14 @@ def _prepare_cluster(base: Path, document: dict) -> None:
     """A results folder `accelbench submit` made, its jobs finished (GATHERED_JOBS), and a Slurm
     that says they completed (squeue; scontrol has forgotten them), so gather writes the manifest."""
     from accelbench.cluster.manifest import add_jobs
-    from cluster_folder import OK_STATUS, finish_job, job_record
+    from cluster_folder import OK_STATUS, fake_slurm, finish_job, job_record
 
     results, runs = base / "cluster", document["runs"]
     add_jobs(results, [job_record(job_id, index) for index, job_id in enumerate(GATHERED_JOBS, 1)])
     for job_id, count in GATHERED_JOBS.items():
         job_runs = [{**runs[i % len(runs)], "id": f"job{job_id}-{i}"} for i in range(count)]
         finish_job(results, job_id, OK_STATUS, document={**document, "runs": job_runs})
-    slurm = base / "slurm-bin"
-    slurm.mkdir()
-    squeue = "".join(f"{job_id}|COMPLETED|n{job_id}|gpu|None\\n" for job_id in GATHERED_JOBS)
-    (slurm / "squeue").write_text(f"#!/bin/sh\nprintf '{squeue}'\n")
-    (slurm / "scontrol").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
-    for command in slurm.iterdir():
-        command.chmod(0o755)
+    fake_slurm(base / "slurm-bin", GATHERED_JOBS)
 
 
 def fresh_copy(base: Path, scratch: Path) -> Path:

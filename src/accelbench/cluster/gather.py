@@ -14,7 +14,7 @@ from pathlib import Path
 
 from accelbench.cluster.manifest import (RESULT_PATTERN, RUN, STATUS_PATTERN, STDERR_PATTERN,
                                          STDOUT_PATTERN, JobRecord, OutsideResults, load_manifest,
-                                         record_states)
+                                         remember_states)
 from accelbench.cluster.slurm import Runner, query, run_command
 from accelbench.cluster.states import (NOT_MEASURED, REJECTED, UNKNOWN, JobState, state_from_log,
                                        state_from_status)
@@ -271,12 +271,6 @@ def gather(results_dir: str | Path, store, runner: Runner = run_command,
             known = query([r.job_id for r in records if r.job_id], runner)
         except UsageError as exc:  # no Slurm reachable from here
             known, slurm_error = {}, str(exc)
-    unremembered = ""
-    if known:
-        try:
-            record_states(folder, known)
-        except (UsageError, OSError) as exc:  # a read-only copy, a full disk: the results still count
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            unremembered = f"the job manifest in {folder} does not remember Slurm's states ({why})"
+    unremembered = remember_states(folder, known) if known else ""  # its failure costs no results
     outcomes = outcomes_for(records, folder, known, store, slurm_asked=not slurm_error)
     return GatherReport(outcomes, slurm_error, unremembered)
