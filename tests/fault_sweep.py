@@ -13,6 +13,7 @@ ACCELBENCH_FULL_SWEEP=1).
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shutil
@@ -46,9 +47,17 @@ class Case:
     argv: Callable[[Path], list[str]]
     outputs: Callable[[Path], list[str]] = lambda folder: []  # problems with its output files
     new_runs: int = 0  # runs the command adds (all of them, or none)
+    path_first: str = ""  # a folder of the template put first on PATH (fake commands)
+    # problems with an exit 0, given its folder and its stdout and stderr: a write it went past unsaid
+    unsaid: Callable[[Path, str], list[str]] = lambda folder, said: []
+
+    def environment(self, folder: Path) -> dict[str, str]:
+        if not self.path_first:
+            return dict(os.environ)
+        return {**os.environ, "PATH": f"{folder / self.path_first}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def _ids(folder: Path) -> list[str]:
+def run_ids(folder: Path) -> list[str]:
     done = cli("runs", "--json", "--limit", "1000", "--db", folder / "r.sqlite")
     if done.returncode != 0:
         raise AssertionError(f"the database does not open: {done.stderr.strip()}")
@@ -82,6 +91,33 @@ def _settings_whole(folder: Path) -> list[str]:
     return []
 
 
+GATHERED_JOBS = {"101": 2, "102": 1}  # job id -> runs in its results file
+
+
+def _manifest_whole(folder: Path) -> list[str]:
+    """gather rewrites the manifest once, to remember the states Slurm gave: the file parses and
+    lists the same jobs, and either every job holds its new state or none does."""
+    try:
+        jobs = json.loads((folder / "cluster" / "manifest.json").read_text())["jobs"]
+    except (OSError, ValueError, KeyError) as exc:
+        return [f"manifest.json is partial: {exc}"]
+    problems = [] if [job["job_id"] for job in jobs] == list(GATHERED_JOBS) else ["manifest.json lost jobs"]
+    if len({job["last_state"].get("state") for job in jobs}) != 1:
+        problems.append(f"manifest.json holds some states, not all: {[job['last_state'] for job in jobs]}")
+    return problems
+
+
+def _manifest_failure_said(folder: Path, said: str) -> list[str]:
+    try:
+        jobs = json.loads((folder / "cluster" / "manifest.json").read_text())["jobs"]
+    except (OSError, ValueError, KeyError):
+        return []  # a partial manifest: _manifest_whole names it
+    remembered = all(job["last_state"].get("state") == "COMPLETED" for job in jobs)
+    if remembered or "does not remember Slurm's states" in said or "Slurm could not be asked" in said:
+        return []
+    return ["exit 0 without a word, but the manifest was not updated"]
+
+
 CASES = {
     "import": Case("import", lambda f: ["import", f / "doc.json", "--db", f / "r.sqlite"], new_runs=2),
     "export": Case("export", lambda f: ["export", "--all", "-o", f / "out.json", "--db", f / "r.sqlite"],
@@ -93,6 +129,9 @@ CASES = {
                   outputs=_settings_whole),
     "run": Case("run", lambda f: ["run", "reduce", "--backend", "numpy", "--device", "cpu", "--sizes", "100000",
                                   "--rigor", "quick", "--db", f / "r.sqlite"], new_runs=1),
+    "gather": Case("gather", lambda f: ["gather", f / "cluster", "--db", f / "r.sqlite"],
+                   outputs=_manifest_whole, new_runs=sum(GATHERED_JOBS.values()), path_first="slurm-bin",
+                   unsaid=_manifest_failure_said),
 }
 
 
@@ -107,14 +146,32 @@ def prepare(base: Path) -> None:
     (base / "doc.json").write_text(json.dumps({**document, "runs": [{**run, "id": f"new-{i}"}
                                                                    for i, run in enumerate(runs)]}))
     assert cli("import", base / "three.json", "--db", base / "r.sqlite").returncode == 0
+    _prepare_cluster(base, document)
     for name in ("v1.json", "three.json", "v1.sqlite", "v1.sqlite.v1-backup"):
         (base / name).unlink(missing_ok=True)
 
 
-def _fresh(base: Path, scratch: Path) -> Path:
+def _prepare_cluster(base: Path, document: dict) -> None:
+    """A results folder `accelbench submit` made, its jobs finished (GATHERED_JOBS), and a Slurm
+    that says they completed (squeue; scontrol has forgotten them), so gather writes the manifest."""
+    from accelbench.cluster.manifest import add_jobs
+    from cluster_folder import OK_STATUS, fake_slurm, finish_job, job_record
+
+    results, runs = base / "cluster", document["runs"]
+    add_jobs(results, [job_record(job_id, index) for index, job_id in enumerate(GATHERED_JOBS, 1)])
+    for job_id, count in GATHERED_JOBS.items():
+        job_runs = [{**runs[i % len(runs)], "id": f"job{job_id}-{i}"} for i in range(count)]
+        finish_job(results, job_id, OK_STATUS, document={**document, "runs": job_runs})
+    fake_slurm(base / "slurm-bin", GATHERED_JOBS)
+
+
+def fresh_copy(base: Path, scratch: Path) -> Path:
     folder = Path(tempfile.mkdtemp(dir=scratch))
     for item in base.iterdir():
-        shutil.copy(item, folder / item.name)
+        if item.is_dir():
+            shutil.copytree(item, folder / item.name, symlinks=True)
+        else:
+            shutil.copy(item, folder / item.name)
     return folder
 
 
@@ -130,7 +187,7 @@ def check(case: Case, folder: Path, before: list[str], done: subprocess.Complete
           hit_fd: int | None, killed: bool = False) -> list[str]:
     problems: list[str] = []
     try:
-        after = _ids(folder)
+        after = run_ids(folder)
     except AssertionError as exc:
         return [str(exc)]
     with sqlite3.connect(folder / "r.sqlite") as conn:
@@ -148,6 +205,8 @@ def check(case: Case, folder: Path, before: list[str], done: subprocess.Complete
             problems.append(f"temporary files left: {leftovers}")
     if done is not None and not killed:
         problems += _exit_problems(case, done, hit_fd, added)
+        if done.returncode == 0:
+            problems += case.unsaid(folder, done.stdout + done.stderr)
     return problems
 
 
@@ -168,10 +227,11 @@ def _exit_problems(case: Case, done: subprocess.CompletedProcess, hit_fd: int | 
 
 def count_calls(case: Case, base: Path, scratch: Path) -> dict[str, int]:
     """How often the command (its first process) makes each injectable call."""
-    folder = _fresh(base, scratch)
+    folder = fresh_copy(base, scratch)
     log = folder / "strace.log"
     subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", f"trace=execve,{','.join(ERRORS)}", *ACCELBENCH,
-                    *map(str, case.argv(folder))], capture_output=True, timeout=300, check=False)
+                    *map(str, case.argv(folder))], capture_output=True, timeout=300, check=False,
+                   env=case.environment(folder))
     lines = log.read_text().splitlines()
     main = next((line.split()[0] for line in lines if "execve(" in line), "")  # the command's own process
     counts = {name: 0 for name in ERRORS}
@@ -185,13 +245,13 @@ def count_calls(case: Case, base: Path, scratch: Path) -> dict[str, int]:
 
 
 def inject(case: Case, base: Path, scratch: Path, syscall: str, n: int) -> Point:
-    folder = _fresh(base, scratch)
-    before = _ids(folder)
+    folder = fresh_copy(base, scratch)
+    before = run_ids(folder)
     log = folder / "strace.out"
     done = subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", f"trace={syscall}", "-e",
                            f"inject={syscall}:error={ERRORS[syscall]}:when={n}", *ACCELBENCH,
                            *map(str, case.argv(folder))], capture_output=True, text=True, timeout=300,
-                          check=False, errors="backslashreplace")
+                          check=False, errors="backslashreplace", env=case.environment(folder))
     injected = [line for line in log.read_text().splitlines() if "INJECTED" in line]
     log.unlink()
     fd = None
@@ -204,16 +264,28 @@ def inject(case: Case, base: Path, scratch: Path, syscall: str, n: int) -> Point
 
 
 def kill(case: Case, base: Path, scratch: Path, delay_s: float) -> Point:
-    folder = _fresh(base, scratch)
-    before = _ids(folder)
+    folder = fresh_copy(base, scratch)
+    before = run_ids(folder)
     child = subprocess.Popen([*ACCELBENCH, *map(str, case.argv(folder))], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+                             stderr=subprocess.DEVNULL, env=case.environment(folder))
     time.sleep(delay_s)
     child.send_signal(signal.SIGKILL)
     child.wait()
     point = Point(case.name, f"SIGKILL@{delay_s:.2f}s", check(case, folder, before, None, None, killed=True))
     shutil.rmtree(folder)
     return point
+
+
+def untraced_duration(case: Case, base: Path, scratch: Path) -> float:
+    """How long the command takes without strace: kills are drawn within it, so they land while it
+    works (a traced run is several times slower, and a kill after the end tests nothing)."""
+    folder = fresh_copy(base, scratch)
+    started = time.monotonic()
+    subprocess.run([*ACCELBENCH, *map(str, case.argv(folder))], capture_output=True, timeout=300, check=False,
+                   env=case.environment(folder))
+    elapsed = time.monotonic() - started
+    shutil.rmtree(folder)
+    return elapsed
 
 
 def sweep(cases: list[str], sample: int | None = None, kills: int = 5, seed: int = 1,
@@ -232,14 +304,13 @@ def sweep(cases: list[str], sample: int | None = None, kills: int = 5, seed: int
             if sample is not None:
                 todo = rng.sample(todo, min(sample, len(todo)))
             log(f"{name}: {sum(counts.values())} calls {counts}; injecting {len(todo)}")
-            started = time.monotonic()
             for syscall, n in todo:
                 points.append(inject(case, base, scratch, syscall, n))
                 if points[-1].problems:
                     log(f"  {name} {points[-1].fault}: {points[-1].problems}")
-            duration = (time.monotonic() - started) / max(len(todo), 1)
+            duration = untraced_duration(case, base, scratch)
             for _ in range(kills):
-                points.append(kill(case, base, scratch, rng.uniform(0.05, max(duration, 0.5))))
+                points.append(kill(case, base, scratch, rng.uniform(0.05, max(duration, 0.2))))
                 if points[-1].problems:
                     log(f"  {name} {points[-1].fault}: {points[-1].problems}")
     return points

@@ -99,7 +99,7 @@ def test_the_sweep_names_each_nodes_verdict_and_the_failing_checks(tmp_path):
     results = _sweep_folder(tmp_path)
     records = load_manifest(results)
     assert [r.kind for r in records] == [CHECK] * 4  # the kind survives the manifest
-    rows, slurm_error = check_sweep.sweep(results, records, known={}, runner=None)
+    rows, slurm_error, _ = check_sweep.sweep(results, records, known={}, runner=None)
     by_node = {row.node: row for row in rows}
     assert {n: r.verdict for n, r in by_node.items()} == {"n1": "PASS", "n2": "FAIL", "n3": "JOB FAILED",
                                                           "n4": "NOT MEASURED"}
@@ -124,7 +124,7 @@ def test_the_sweep_names_each_nodes_verdict_and_the_failing_checks(tmp_path):
 def test_a_report_that_is_not_one_is_no_verdict(tmp_path):
     results = _sweep_folder(tmp_path)
     (results / "jobs" / "101.check.json").write_text('{"findings": [{"status": "GREAT"}]}')
-    rows, _ = check_sweep.sweep(results, load_manifest(results), known={})
+    rows, _, _ = check_sweep.sweep(results, load_manifest(results), known={})
     n1 = next(r for r in rows if r.node == "n1")
     assert n1.verdict == "JOB FAILED" and "not an `accelbench check --json` report" in n1.detail
 

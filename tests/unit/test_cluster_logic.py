@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +21,8 @@ from accelbench.cluster.states import (JobState, category, normalize_state, pars
 from accelbench.cluster.targets import Target, expand_targets, parse_jobs_per
 from accelbench.errors import UsageError
 from accelbench.store.db import Store
-from accelbench.store.export import export_runs, read_json, validate_document, write_json
+from accelbench.store.export import read_json, validate_document
+from cluster_folder import OK_STATUS, finish_job, job_record
 
 # Recorded on a real Slurm 22.05 (scripts/slurm/start_local_slurm.sh), 2026-12-02.
 SQUEUE_ENDED = """\
@@ -70,27 +70,6 @@ class FakeSlurm:
                 return _done(argv, 1, "", "slurm_load_jobs error: Invalid job id specified\n")
             return _done(argv, 0, record + "\n")
         raise AssertionError(f"unexpected command {argv}")
-
-
-def _record(job_id="12", index=1, submission="sub1", **target):
-    return JobRecord(submission=submission, index=index, target=Target(**target), script="scripts/x.sbatch",
-                     submitted_at="2026-12-02T09:00:00+00:00", command=("reduce",), job_id=job_id)
-
-
-def _write_results(results_dir: Path, job_id: str, status: dict | None, hostname="n1") -> str:
-    """A real export document (one empty run) at jobs/J.json, and optionally jobs/J.status.json."""
-    (results_dir / "jobs").mkdir(parents=True, exist_ok=True)
-    with Store(results_dir / f"job-{job_id}.sqlite") as store:
-        run_id = store.start_run({"hostname": hostname}, {"workloads": ["reduce"]})
-        store.finish_run(run_id, "complete")
-        write_json(results_dir / "jobs" / f"{job_id}.json", export_runs(store, [run_id]))
-    if status is not None:
-        (results_dir / "jobs" / f"{job_id}.status.json").write_text(json.dumps(status))
-    return run_id
-
-
-OK_STATUS = {"job_id": "12", "node": "n1", "partition": "gpu", "cluster": "hpc",
-             "run_exit_code": 0, "export_exit_code": 0}
 
 
 # -- states: recorded squeue / scontrol output ------------------------------------------------
@@ -280,7 +259,7 @@ def test_hostlists_are_expanded_by_scontrol():
 
 
 def test_manifest_appends_and_round_trips(tmp_path):
-    first, second = _record("12", 1, partition="gpu", gres="gpu:1"), _record("13", 2, node="n2", repeat=2)
+    first, second = job_record("12", 1, partition="gpu", gres="gpu:1"), job_record("13", 2, node="n2", repeat=2)
     add_jobs(tmp_path, [first])
     add_jobs(tmp_path, [second, JobRecord("sub2", 1, Target(), "s", "t", (), rejected="sbatch: error: x")])
     loaded = load_manifest(tmp_path)
@@ -291,7 +270,7 @@ def test_manifest_appends_and_round_trips(tmp_path):
 
 def _add_many(results_dir, submission):
     for index in range(1, 16):
-        add_jobs(results_dir, [_record(f"{submission}0{index}", index, submission=submission)])
+        add_jobs(results_dir, [job_record(f"{submission}0{index}", index, submission=submission)])
 
 
 def test_manifest_loses_no_job_when_submissions_write_at_once(tmp_path):
@@ -309,7 +288,7 @@ def test_manifest_loses_no_job_when_submissions_write_at_once(tmp_path):
 
 
 def test_manifest_remembers_only_what_slurm_said(tmp_path):
-    add_jobs(tmp_path, [_record("12"), _record("13", 2)])
+    add_jobs(tmp_path, [job_record("12"), job_record("13", 2)])
     record_states(tmp_path, {"12": JobState("12", "TIMEOUT", "scontrol", reason="TimeLimit", exit_code="0:15"),
                              "13": JobState("13", "COMPLETED", "files")})
     twelve, thirteen = load_manifest(tmp_path)
@@ -333,8 +312,8 @@ def test_a_bad_manifest_is_reported_by_name(tmp_path, text, message):
 
 def test_gather_imports_with_node_job_and_partition_tags_and_is_idempotent(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12", partition="gpu")])
-    run_id = _write_results(results, "12", OK_STATUS)
+    add_jobs(results, [job_record("12", partition="gpu")])
+    (run_id,) = finish_job(results, "12", OK_STATUS)
     slurm = FakeSlurm(squeue="12|COMPLETED|n1|gpu|None\n", scontrol={})
     with Store(tmp_path / "local.sqlite") as store:
         (first,) = gather(results, store, runner=slurm).outcomes
@@ -348,8 +327,8 @@ def test_gather_imports_with_node_job_and_partition_tags_and_is_idempotent(tmp_p
 
 def test_gather_after_slurm_forgot_reads_the_status_file(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12")])
-    run_id = _write_results(results, "12", OK_STATUS)
+    add_jobs(results, [job_record("12")])
+    (run_id,) = finish_job(results, "12", OK_STATUS)
     with Store(tmp_path / "local.sqlite") as store:
         (outcome,) = gather(results, store, runner=FakeSlurm(squeue_rc=1, squeue_err="Invalid job id specified")).outcomes
     assert outcome.state.state == "COMPLETED" and outcome.state.source == "files"
@@ -358,7 +337,7 @@ def test_gather_after_slurm_forgot_reads_the_status_file(tmp_path):
 
 def test_gather_after_slurm_forgot_uses_the_state_it_last_gave(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12")])
+    add_jobs(results, [job_record("12")])
     record_states(results, {"12": JobState("12", "TIMEOUT", "squeue", reason="TimeLimit", node="n1")})
     (results / "logs").mkdir()
     (results / "logs" / "12.out").write_text("[1/9] matmul numpy@cpu n=4000: 1.2 s\n")
@@ -370,7 +349,7 @@ def test_gather_after_slurm_forgot_uses_the_state_it_last_gave(tmp_path):
 
 def test_gather_after_slurm_forgot_reads_slurmstepd_in_the_log(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("3")])
+    add_jobs(results, [job_record("3")])
     (results / "logs").mkdir()
     (results / "logs" / "3.err").write_text(LOG_TIMEOUT + "\n")
     with Store(tmp_path / "local.sqlite") as store:
@@ -381,7 +360,7 @@ def test_gather_after_slurm_forgot_reads_slurmstepd_in_the_log(tmp_path):
 
 def test_gather_reports_a_job_that_left_no_trace(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12")])
+    add_jobs(results, [job_record("12")])
     with Store(tmp_path / "local.sqlite") as store:
         (outcome,) = gather(results, store, runner=FakeSlurm(squeue_rc=1, squeue_err="Invalid job id specified")).outcomes
     assert outcome.status == "failed" and outcome.state.state == "UNKNOWN"
@@ -390,8 +369,8 @@ def test_gather_reports_a_job_that_left_no_trace(tmp_path):
 
 def test_gather_keeps_partial_results_of_a_failed_job_and_reports_bad_files(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12"), _record("13", 2)])
-    partial = _write_results(results, "12", {**OK_STATUS, "run_exit_code": 130})
+    add_jobs(results, [job_record("12"), job_record("13", 2)])
+    (partial,) = finish_job(results, "12", {**OK_STATUS, "run_exit_code": 130})
     (results / "jobs" / "13.json").write_text('{"format": "accelbench-results", "format_version": 1, "runs": [{"id": 5}]}')
     slurm = FakeSlurm(squeue="12|FAILED|n1|gpu|NonZeroExitCode\n13|COMPLETED|n1|gpu|None\n", scontrol={})
     with Store(tmp_path / "local.sqlite") as store:
@@ -404,7 +383,7 @@ def test_gather_keeps_partial_results_of_a_failed_job_and_reports_bad_files(tmp_
 def test_gather_reports_a_job_sbatch_refused_and_a_job_still_running(tmp_path):
     results = tmp_path / "results"
     refused = JobRecord("sub1", 1, Target(gres="gpu:1"), "s", "t", (), rejected="sbatch: error: Invalid gres")
-    add_jobs(results, [refused, _record("13", 2)])
+    add_jobs(results, [refused, job_record("13", 2)])
     slurm = FakeSlurm(squeue="13|RUNNING|n1|gpu|None\n")
     with Store(tmp_path / "local.sqlite") as store:
         report = gather(results, store, runner=slurm)
@@ -415,8 +394,8 @@ def test_gather_reports_a_job_sbatch_refused_and_a_job_still_running(tmp_path):
 
 def test_gather_without_slurm_says_so_and_lets_the_files_decide(tmp_path):
     results = tmp_path / "results"
-    add_jobs(results, [_record("12")])
-    _write_results(results, "12", OK_STATUS)
+    add_jobs(results, [job_record("12")])
+    finish_job(results, "12", OK_STATUS)
 
     def absent(argv):
         raise SlurmUnavailable("squeue not found")
@@ -426,7 +405,7 @@ def test_gather_without_slurm_says_so_and_lets_the_files_decide(tmp_path):
 
 
 def test_select_picks_one_submission():
-    records = [_record("1", submission="a"), _record("2", submission="b"), _record("3", 2, submission="b")]
+    records = [job_record("1", submission="a"), job_record("2", submission="b"), job_record("3", 2, submission="b")]
     assert [r.job_id for r in select(records, "latest")] == ["2", "3"]
     assert [r.job_id for r in select(records, "a")] == ["1"]
     with pytest.raises(UsageError, match="submissions: a, b"):

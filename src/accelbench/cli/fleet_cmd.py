@@ -103,6 +103,8 @@ def run(args) -> int:
             print(printable(f"gathered {folder}: {imported} run(s) newly imported into {store.path}"
                             + (f" (Slurm could not be asked: {report.slurm_error})" if report.slurm_error else "")),
                   file=sys.stderr)
+            if report.unremembered:
+                print(printable(f"note: {report.unremembered}"), file=sys.stderr)
             submission = records[-1].submission if records else ""
             view = build_fleet(store, entries_from_outcomes(report.outcomes), submission, verdicts)
         else:

@@ -115,6 +115,8 @@ def gather_and_report(results_dir, db, *, records=None, known=None, out=None) ->
     if report.slurm_error:
         print(printable(f"note: Slurm could not be asked ({report.slurm_error}); states come from the files"),
               file=out)
+    if report.unremembered:  # a write that failed is said, even when the gathering itself succeeded
+        print(printable(f"note: {report.unremembered}; the results were still gathered"), file=sys.stderr)
     for outcome in report.outcomes:
         print_outcome(outcome, out)
     imported = sum(len(o.imported) for o in report.outcomes)

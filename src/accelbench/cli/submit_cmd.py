@@ -302,10 +302,12 @@ def report_checks(results_dir: Path, records: list, known, submission: str, as_j
     from accelbench.terminal import plain_width, printable
 
     out = out or sys.stdout
-    rows, slurm_error = check_sweep.sweep(results_dir, records, known)
+    rows, slurm_error, unremembered = check_sweep.sweep(results_dir, records, known)
     if slurm_error:
         print(printable(f"note: Slurm could not be asked ({slurm_error}); states come from the files"),
               file=sys.stderr if as_json else out)
+    if unremembered:  # a write that failed is said, even when the verdicts are whole
+        print(printable(f"note: {unremembered}"), file=sys.stderr)
     if as_json:
         print(json.dumps(check_sweep.to_dict(rows, submission), indent=1), file=out)
     else:

@@ -116,9 +116,10 @@ def node_check(record: JobRecord, results_dir: Path, known: Mapping[str, JobStat
 
 
 def sweep(results_dir: Path, records: list[JobRecord], known: Mapping[str, JobState] | None = None,
-          runner=None) -> tuple[list[NodeCheck], str]:
-    """(one row per check job of `records`, why Slurm could not be asked or "")."""
-    from accelbench.cluster.manifest import record_states
+          runner=None) -> tuple[list[NodeCheck], str, str]:
+    """(one row per check job of `records`, why Slurm could not be asked or "", why the manifest
+    does not remember Slurm's states or "")."""
+    from accelbench.cluster.manifest import remember_states
     from accelbench.cluster.slurm import query, run_command
     from accelbench.errors import UsageError
 
@@ -129,12 +130,8 @@ def sweep(results_dir: Path, records: list[JobRecord], known: Mapping[str, JobSt
             known = query([r.job_id for r in records if r.job_id], runner or run_command)
         except UsageError as exc:  # gathering a copied folder where Slurm is not
             known, slurm_error = {}, str(exc)
-    if known:
-        try:
-            record_states(results_dir, known)
-        except (UsageError, OSError):
-            pass  # a read-only copy: the table still comes from the files
-    return [node_check(r, results_dir, known, not slurm_error) for r in records], slurm_error
+    unremembered = remember_states(results_dir, known) if known else ""  # the table still comes from the files
+    return [node_check(r, results_dir, known, not slurm_error) for r in records], slurm_error, unremembered
 
 
 def exit_code(rows: list[NodeCheck]) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from accelbench.cluster.manifest import (RESULT_PATTERN, RUN, STATUS_PATTERN, STDERR_PATTERN,
                                          STDOUT_PATTERN, JobRecord, OutsideResults, load_manifest,
-                                         record_states)
+                                         remember_states)
 from accelbench.cluster.slurm import Runner, query, run_command
 from accelbench.cluster.states import (NOT_MEASURED, REJECTED, UNKNOWN, JobState, state_from_log,
                                        state_from_status)
@@ -235,6 +235,7 @@ def outcome_for(record: JobRecord, results_dir: Path, known: Mapping[str, JobSta
 class GatherReport:
     outcomes: list[JobOutcome]
     slurm_error: str = ""  # why Slurm could not be asked (the files decided instead)
+    unremembered: str = ""  # why the manifest could not be updated: said, never silently dropped
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -270,10 +271,6 @@ def gather(results_dir: str | Path, store, runner: Runner = run_command,
             known = query([r.job_id for r in records if r.job_id], runner)
         except UsageError as exc:  # no Slurm reachable from here
             known, slurm_error = {}, str(exc)
-    if known:
-        try:
-            record_states(folder, known)
-        except (UsageError, OSError):
-            pass  # a read-only copy of the folder: gathering works, only the memory of states is lost
+    unremembered = remember_states(folder, known) if known else ""  # its failure costs no results
     outcomes = outcomes_for(records, folder, known, store, slurm_asked=not slurm_error)
-    return GatherReport(outcomes, slurm_error)
+    return GatherReport(outcomes, slurm_error, unremembered)

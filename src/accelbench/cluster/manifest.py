@@ -213,3 +213,15 @@ def record_states(results_dir: str | Path, states: Mapping[str, JobState]) -> No
                     records[i], changed = replace(record, last_state=new), True
         if changed:
             _write(folder, records)
+
+
+def remember_states(results_dir: str | Path, states: Mapping[str, JobState]) -> str:
+    """record_states, where a failure (a read-only copy of the folder, a full disk) costs only the
+    memory of those states: "" when remembered, else a sentence saying why not, for the command
+    to print, never to drop."""
+    try:
+        record_states(results_dir, states)
+    except (UsageError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"the job manifest in {results_dir} does not remember Slurm's states ({why})"
+    return ""
