@@ -98,6 +98,22 @@ def test_a_rate_that_never_settles_is_named_so_and_the_budget_still_holds():
     assert search.elapsed_s <= 180 + 1.5
 
 
+class _SlowWarmUp(ReplayedH200):
+    """A warm-up that overran the search's share of the budget (a loaded machine)."""
+
+    def burst(self, n, seconds):
+        result = super().burst(n, seconds)
+        if self.bursts == 1:
+            self.now[0] += 120.0
+        return result
+
+
+def test_a_warm_up_that_ate_the_search_window_still_leaves_one_order_tried():
+    now = [0.0]
+    search = _run(_SlowWarmUp(now), now)
+    assert len(search.trials) == 1 and search.maximum is not None  # not "no maximum", exit 1
+
+
 def test_settled_needs_the_whole_window_within_the_tolerance():
     assert settled([100, 99.5, 100.4, 100], span=4, tolerance=0.02)
     assert not settled([100, 90, 100, 100], span=4, tolerance=0.02)

@@ -158,8 +158,8 @@ def find_peak(bench: Bench, candidates: Sequence[int], *, multiple: int, budget_
         if warm.status != "valid":
             search.notes.append(f"warm-up at n={warm.n}: {warm.status} ({warm.detail})")
     for n in candidates:
-        if clock() + burst_s > search_end:
-            break
+        if search.trials and clock() + burst_s > search_end:  # one order at least: a slow warm-up on a
+            break                                              # loaded machine left none (exit 1)
         search.trials.append(_try(bench, n, burst_s, peak_flops))
     best, climbed = _best(search.trials), None
     while best is not None and best is not climbed:  # climb to the best's neighbours while they gain
