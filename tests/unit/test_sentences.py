@@ -156,3 +156,14 @@ def test_a_device_without_a_comparison_says_why():
     (gpu,) = headline(analyse(gpu_only + cpu_at_other_sizes, DEVICES)).devices
     assert gpu.sentences()[0].endswith("could be measured: the CPU ran none of the same work (workload, dtype "
                                        "and size) in this run.")
+
+
+def test_a_run_without_results_prints_no_legend_of_columns_it_has_not_shown():
+    from accelbench.report.summary import render_summary
+    from accelbench.results import Skip, Spec
+
+    out = io.StringIO()
+    render_summary([], [Skip(Spec.make("matmul", "numpy", "cpu", n=256, dtype="float16"), "numpy has no float16 on cpu")],
+                   console(file=out, width=80))
+    text = " ".join(out.getvalue().split())
+    assert "× columns" not in text and "Skipped (1): • numpy has no float16 on cpu: matmul numpy@cpu" in text
