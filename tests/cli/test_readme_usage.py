@@ -1,5 +1,6 @@
-"""The README as a newcomer follows it (issue 28): its Python snippet, then every line of its Usage
-block in order, each through bash as written, in a fresh HOME and results database, each checked for
+"""The README as a newcomer follows it (issue 28): the `accelbench run` its first command ends with,
+its Python snippet, `accelbench report` (which once showed the snippet's run), then every line of its
+Usage block in order, each through bash as written, in a fresh HOME and results database, each checked for
 the exit status and the kind of output a user expects. After the snippet, `report`, `compare` and
 `export` must mean the command line's latest run, not the snippet's.
 
@@ -81,11 +82,16 @@ def fits(text: str) -> bool:
 
 def test_the_usage_lines_run_as_written_after_the_python_snippet(tmp_path):
     shell = Shell(tmp_path)
+    first = shell("accelbench run")  # where the README's first command ends, before its Python section
+    assert first.returncode == 0, first.stderr[-3000:]
     snippet = subprocess.run([sys.executable, "-c", python_snippet()], cwd=tmp_path, env=shell.env, text=True,
                              capture_output=True, timeout=900)
     assert snippet.returncode == 0, snippet.stderr[-3000:]
-    python_runs = [r["id"] for r in shell.runs()]
+    python_runs = [r["id"] for r in shell.runs() if r["selection"].get("via") == "python"]
     assert len(python_runs) == 3  # run, bench softmax, bench the product
+    # what issue 28 saw: right after the snippet, `report` showed the snippet's last run
+    report = shell("accelbench report -o after-snippet")
+    assert report.returncode == 0 and f"report for run(s) {cli_runs(shell)[0]}" in " ".join(report.stdout.split())
 
     with_opencl = "opencl:0:0" in {d["id"] for d in json.loads(shell("accelbench info --json").stdout)["devices"]}
     lines = usage_lines()
@@ -129,7 +135,7 @@ def check_output(shell: Shell, line: str, out: str, python_runs: list[str]) -> N
         assert out.startswith("The answer") or "\nThe answer" in out
         assert f"Run {runs[-1]}" in " ".join(out.split())
     elif line.startswith("accelbench run && accelbench compare latest~1 latest"):
-        assert len(runs) == 2 and runs[0] in out and runs[1] in out  # the two suite runs, not the snippet's
+        assert len(runs) == 3 and runs[1] in out and runs[2] in out  # the two suite runs, not the snippet's
         assert not any(run_id in out for run_id in python_runs)
     elif line.startswith("accelbench export latest~1"):
         ids = [json.loads((shell.home / name).read_text())["runs"][0]["id"] for name in ("a.json", "b.json")]
