@@ -31,3 +31,27 @@ def test_unknown_run_reference_exits_2(tmp_path, capsys):
     Store(tmp_path / "e.sqlite").close()  # a database without that run (a missing one: test_hostile_db)
     assert main(["export", "nosuchrun", "--db", str(tmp_path / "e.sqlite")]) == 2
     assert "nosuchrun" in capsys.readouterr().err
+
+
+def test_a_caveat_whose_figures_hold_an_infinite_interval_is_exported(tmp_path, capsys):
+    """A measurement of a few samples has a CI of ±inf, kept in its warning's figures: the export
+    wrote it as `Infinity` and failed (found exporting a PoCL run, issue 28). Exported as null now."""
+    from accelbench.results import Check, Measurement, Spec, Work
+    from accelbench.verdict import TARGET, Caveat
+
+    target = Caveat("95% CI of the median undefined with 4 samples, target ±5%", TARGET,
+                    {"rel_ci_halfwidth": float("inf"), "samples": 4})
+    db, document = tmp_path / "a.sqlite", tmp_path / "run.json"
+    with Store(db) as store:
+        store.restore_run("r-inf", started_at="2026-12-05T12:00:00Z", finished_at=None, status="complete",
+                          accelbench_version="0.1.0", selection={}, machine={"hostname": "box"}, tags={},
+                          results=(Measurement(Spec.make("reduce", "numpy", "cpu", n=2048, dtype="float64"),
+                                               {"compute": (1e-5, 2e-5, 1e-5, 3e-5)}, 1e-4, Work(2048, 8 * 2048),
+                                               Check(True, 1e-16, 1e-12, "within tolerance", "cpu"),
+                                               warnings=(target,), verdict="noisy", verdict_reasons=(target,)),),
+                          skips=())
+    assert main(["export", "latest", "-o", str(document), "--db", str(db)]) == 0
+    (result,) = json.loads(document.read_text())["runs"][0]["results"]
+    assert result["warnings"][0]["figures"] == {"rel_ci_halfwidth": None, "samples": 4}
+    assert main(["import", str(document), "--db", str(tmp_path / "b.sqlite")]) == 0
+    capsys.readouterr()

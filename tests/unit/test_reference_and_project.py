@@ -227,3 +227,11 @@ def test_a_placed_result_names_the_differences_that_matter_in_the_report_too():
     assert "ImageNet" in page and "4,000 training digits" in page
     assert "the PlaidML tutorial on a MacBook" in page and "seed 0" not in page  # tutorials named in words
     assert reference_html(synthetic_run()) == ""
+
+
+def test_a_run_with_nothing_to_project_prints_no_empty_table(tmp_path, capsys):
+    wrong = measured(MATMUL, 0.1, flops=2.0 * N**3, bytes_moved=1.0, passed=False)
+    assert main(["project", "run-1", "--to", "h100", "--db", str(_stored(tmp_path, wrong))]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing of run run-1 could be projected." in out and "Not projected (1):" in out
+    assert "measured" not in out.split("Nothing of run")[1]  # no table headers over no row

@@ -86,9 +86,11 @@ def test_transfers_timed_as_long_as_the_whole_call_say_the_compute_cannot_be_tol
 
 
 def test_nothing_measured_says_so():
-    assert _rendered(headline([])) == ("The answer (each device against this machine's CPU; details below): • No "
-                                       "device other than the CPU baseline was measured: there is no speed-up to "
-                                       "state.")
+    assert _rendered(headline([])) == ("The answer (each device against this machine's CPU; details below): • "
+                                       "Nothing was measured in this run: there is no speed-up to state.")
+    cpu_only = [m for m in break_even_measurements() if m.spec.device == "cpu"]
+    assert "• No device other than the CPU baseline was measured: there is no speed-up to state." in _rendered(
+        headline(analyse(cpu_only, DEVICES)))
 
 
 def test_each_reason_has_a_kind_that_reads_as_a_phrase():
@@ -143,3 +145,25 @@ def test_a_nominal_cpu_clock_is_labelled_and_the_running_one_given():
     text = " ".join(" ".join(summary_lines(summary, 80)).split())
     assert "Nominal clock : Samples 2" in text or "Nominal clock: Samples 2" in text
     assert "no cpufreq driver here (usual in a VM): the nominal clock is /proc/cpuinfo's; the cores ran at about" in text
+
+
+def test_a_device_without_a_comparison_says_why():
+    gpu_only = [m for m in break_even_measurements() if m.spec.device == "cuda:0"]
+    (gpu,) = headline(analyse(gpu_only, DEVICES)).devices
+    assert gpu.sentences()[0] == ("torch@cuda:0 (cuda:0): no speed-up against the CPU could be measured: this run "
+                                  "measured nothing on the CPU (measure both: `--device cpu,cuda:0`).")
+    cpu_at_other_sizes = [m for m in break_even_measurements(sizes=(500,)) if m.spec.device == "cpu"]
+    (gpu,) = headline(analyse(gpu_only + cpu_at_other_sizes, DEVICES)).devices
+    assert gpu.sentences()[0].endswith("could be measured: the CPU ran none of the same work (workload, dtype "
+                                       "and size) in this run.")
+
+
+def test_a_run_without_results_prints_no_legend_of_columns_it_has_not_shown():
+    from accelbench.report.summary import render_summary
+    from accelbench.results import Skip, Spec
+
+    out = io.StringIO()
+    render_summary([], [Skip(Spec.make("matmul", "numpy", "cpu", n=256, dtype="float16"), "numpy has no float16 on cpu")],
+                   console(file=out, width=80))
+    text = " ".join(out.getvalue().split())
+    assert "× columns" not in text and "Skipped (1): • numpy has no float16 on cpu: matmul numpy@cpu" in text

@@ -61,7 +61,9 @@ def _render(report) -> None:
         console.print(hanging("•", literal(assumption)))
     unbounded = console.options.update_width(10_000)
     # the assumption column wraps: the wide table fits when the rest does with room left for it
-    if console.measure(_table(report, None, assumes=False), options=unbounded).maximum + 40 <= console.width:
+    if not report.projections:  # headers over no row say nothing: the reasons below say why
+        console.print(f"Nothing of run {literal(report.run.run_id)} could be projected.")
+    elif console.measure(_table(report, None, assumes=False), options=unbounded).maximum + 40 <= console.width:
         console.print(_table(report, None))
     else:  # narrow: two lines a row, each row's assumption a numbered note under the table
         notes: list[str] = []

@@ -209,6 +209,7 @@ def _jsonable(value):
 
 
 def _print_summary(results) -> None:
+    from accelbench.report.findings import render_findings
     from accelbench.report.headline import render_headline
     from accelbench.report.summary import render_summary
     from accelbench.terminal import console as make_console
@@ -217,23 +218,10 @@ def _print_summary(results) -> None:
     console = make_console()
     render_headline(results.headline(), console)  # the answer first; the busy-machine notice is among its caveats
     render_summary(results.rows, results.skips, console)
-    _print_findings(results, console)
+    render_findings(results.findings(), console)
     console.print()
     console.print(f"Run [bold]{literal(results.run_id)}[/]: {len(results.measurements)} results, "
                   f"{len(results.skips)} skipped, saved in {literal(results.db_path)}")
-
-
-def _print_findings(results, console) -> None:
-    from accelbench.terminal import hanging, literal
-
-    found = results.findings()
-    if not found:
-        return
-    console.print()
-    console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
-    for finding in found:
-        mark = "[yellow]![/]" if finding.severity == "warning" else "•"
-        console.print(hanging(mark, literal(finding.text)))
 
 
 class _progress:

@@ -47,7 +47,8 @@ def run(args) -> int:
         if chosen is False:
             print("\nsetup cancelled: settings unchanged")
             return CANCELLED
-    print(f"\nSelected device(s):\n    {', '.join(chosen) if chosen else 'all available devices'}")
+    print("\nSelected device(s):")
+    _say(", ".join(chosen) if chosen else "all available devices", "    ")
     if not args.yes and not _confirm(f"Save settings to {path}? (y,n)[y]:"):
         print("\nsetup cancelled: settings unchanged")
         return CANCELLED
@@ -57,10 +58,10 @@ def run(args) -> int:
         from accelbench.errors import UsageError
         raise UsageError(f"--settings {path}: cannot write {exc.filename or path}: {exc.strerror or exc}; "
                          f"accepted: a file where this user may write, on a filesystem with room") from None
-    print(f"Saved to {saved}")
+    _say(f"Saved to {saved}")
     if os.environ.get(settings.DEVICE_ENV_VAR, "").strip():
-        print(f"Note: {settings.DEVICE_ENV_VAR}={os.environ[settings.DEVICE_ENV_VAR]} is set in this shell and "
-              "takes precedence over the settings file")
+        _say(f"Note: {settings.DEVICE_ENV_VAR}={os.environ[settings.DEVICE_ENV_VAR]} is set in this shell and "
+             "takes precedence over the settings file")
     return 0
 
 
@@ -75,23 +76,29 @@ def _show(path, ids: list[str]) -> int:
 
     choice = settings.choose_devices(None, os.environ, ids, path=path)
     shown = ", ".join(choice.devices) if choice.devices else "all available devices"
-    print(f"Default devices: {shown} (from {choice.origin})")
+    _say(f"Default devices: {shown} (from {choice.origin})")
     for warning in choice.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
-def _list_devices(devices, path) -> None:
-    from accelbench.terminal import printable
+def _say(text: str, first: str = "") -> None:
+    """One statement at the output's width (80 when piped): a settings path is long, a name too."""
+    from accelbench.terminal import plain_width, printable, wrapped
 
+    print("\n".join(wrapped(printable(text), plain_width(), first)))
+
+
+def _list_devices(devices, path) -> None:
     print("accelbench setup\n")
     print("Devices on this machine:")
     width = max((len(d.id) for d in devices), default=3)
     for number, device in enumerate(devices, 1):
-        print(printable(f"   {number} : {device.id:<{width}}  {device.name} ({device.vendor} {device.kind})"))
+        _say(f"{device.name} ({device.vendor} {device.kind})", f"   {number} : {device.id:<{width}}  ")
     current = _current(path)
     where = f"saved in {path}" if path.exists() else f"no settings file yet ({path})"
-    print(f"\nCurrent default: {', '.join(current) if current else 'all available devices'} ({where})")
+    print()
+    _say(f"Current default: {', '.join(current) if current else 'all available devices'} ({where})")
     print("One run can still choose with --device, or a shell with ACCELBENCH_DEVICE.\n")
 
 
@@ -130,13 +137,19 @@ def _ask_devices(ids: list[str], current: list[str] | None) -> list[str] | None 
         chosen = _parse_answer(answer or default, ids)
         if chosen is not False:
             return chosen
-        print(f"'{answer}' is not accepted: give numbers from {numbers} (e.g. 1 or 1,2), device ids "
-              f"({', '.join(ids)}), or all")
+        _say(f"'{answer}' is not accepted: give numbers from {numbers} (e.g. 1 or 1,2), device ids "
+             f"({', '.join(ids)}), or all")
 
 
 def _input(prompt: str) -> str:
-    """input(), echoing the answer when it comes from a pipe, so the transcript reads as typed."""
-    answer = input(prompt)
+    """input(), echoing the answer when it comes from a pipe, so the transcript reads as typed; a
+    prompt wider than the output (a long settings path) wraps, its last line asked."""
+    from accelbench.terminal import plain_width, wrapped
+
+    *before, last = wrapped(prompt, plain_width())
+    if before:
+        print("\n".join(before))
+    answer = input(last)
     if not sys.stdin.isatty():
         print(answer)
     return answer.strip()

@@ -121,9 +121,9 @@ def unstable(rows: list[Row], rigor: str | None) -> list[Finding]:
     if kinds["target"]:
         worst = max(kinds["target"], key=lambda r: r.summary.rel_ci_halfwidth)
         widest = worst.summary.rel_ci_halfwidth
-        widest_text = (f"±{widest:.0%}" if widest != float("inf")
-                       else f"undefined with {worst.summary.n} samples")
-        parts.append(f"{len(kinds['target'])} missed the confidence-interval target (widest: {widest_text})")
+        widest_text = (f"widest: ±{widest:.0%}" if widest != float("inf")  # not "widest: undefined"
+                       else f"one had {worst.summary.n} samples, too few for an interval")
+        parts.append(f"{len(kinds['target'])} missed the confidence-interval target ({widest_text})")
         numbers.update(target_missed=len(kinds["target"]), widest_rel_ci=None if widest == float("inf") else widest)
     if kinds["drift"]:
         parts.append(f"{len(kinds['drift'])} drifted during sampling (throttling or a neighbour's load)")

@@ -40,3 +40,17 @@ class Findings(list):
 
         items = "".join(f"<li><b>{escape(f.severity)}</b>: {escape(f.text)}</li>" for f in self)
         return f"<p><b>Findings</b> ({len(self)})</p><ul>{items}</ul>"
+
+
+def render_findings(found: list[Finding], console: Any) -> None:
+    """The findings in a terminal, as `accelbench run` ends: a mark per finding (! a warning), each
+    wrapped under its own indent at the console's width."""
+    from accelbench.terminal import hanging, literal
+
+    if not found:
+        return
+    console.print()
+    console.print("[bold]Findings[/] (from these measurements; `accelbench report` draws them):")
+    for finding in found:
+        mark = "[yellow]![/]" if finding.severity == WARNING else "•"
+        console.print(hanging(mark, literal(finding.text)))

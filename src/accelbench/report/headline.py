@@ -59,6 +59,7 @@ class DeviceVerdict:
     break_even: str | None           # "breaks even at n ≈ 700 with transfers", "slower at every size …"
     transfer_share: tuple[str, float] | None  # (where, share of end-to-end time spent moving data)
     verdicts: Mapping[str, int] = field(default_factory=dict)
+    why_not_compared: str = ""       # with no comparison: why none could be made
 
     @property
     def confidence(self) -> str:
@@ -69,8 +70,9 @@ class DeviceVerdict:
 
     def sentences(self) -> list[str]:
         parts = [_comparison_text(c) for c in self.comparisons]
-        first = f"{self.series} ({self.description}): " + ("; ".join(parts) if parts else
-                                                           "no speed-up against the CPU could be measured") + "."
+        nothing = "no speed-up against the CPU could be measured" + (
+            f": {self.why_not_compared}" if self.why_not_compared else "")
+        first = f"{self.series} ({self.description}): " + ("; ".join(parts) if parts else nothing) + "."
         second = [s for s in (self.break_even, _share_text(self.transfer_share)) if s]
         tail = (" ".join(s[0].upper() + s[1:] + "." for s in second) + " " if second else "")
         return [first, f"{tail}{self.confidence[0].upper()}{self.confidence[1:]}."]
@@ -92,12 +94,20 @@ class Headline:
     unreached: tuple[str, ...] = ()
     caveats: tuple[str, ...] = ()
     cpu: str | None = None   # what the CPU side is and what it reached (report/cpu_text.py)
+    results: int | None = None  # how many results the answer was made from (0: nothing was measured)
+
+    @property
+    def no_device_text(self) -> str:
+        """The sentence in place of the devices: a run that measured nothing has no CPU baseline either."""
+        if self.results == 0:
+            return "Nothing was measured in this run: there is no speed-up to state."
+        return "No device other than the CPU baseline was measured: there is no speed-up to state."
 
     def lines(self) -> list[str]:
         """Plain sentences, device by device, the CPU side, then unreached devices, then caveats."""
         out = [" ".join(d.sentences()) for d in self.devices]
         if not self.devices:
-            out.append("No device other than the CPU baseline was measured: there is no speed-up to state.")
+            out.append(self.no_device_text)
         if self.cpu:
             out.append(self.cpu)
         out += list(self.unreached)  # each says "… found, not measured: why"
@@ -148,8 +158,9 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
         verdicts.append(DeviceVerdict(
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
-            transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items)))
-    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows))
+            transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items),
+            why_not_compared=_why_not_compared(items, rows)))
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows), results=len(rows))
 
 
 def device_description(record: Mapping[str, Any]) -> str:
@@ -227,6 +238,16 @@ def _comparisons(items: list[Row]) -> list[WorkComparison]:
             if row:
                 found.append(_comparison(workload, row))
     return found
+
+
+def _why_not_compared(items: list[Row], rows: list[Row]) -> str:
+    """Why a device has no comparison: said, so that a run of the device alone (`--device cuda:0`)
+    is not read as a device the CPU cannot be compared with."""
+    if not any(r.spec.device == "cpu" for r in rows):
+        return f"this run measured nothing on the CPU (measure both: `--device cpu,{items[0].spec.device}`)"
+    if not any(r.measurement.valid for r in items):
+        return "none of its results counts (each is invalid: the verdicts below say why)"
+    return "the CPU ran none of the same work (workload, dtype and size) in this run"
 
 
 def _of_role(rows: list[Row], role: Role) -> list[Row]:
@@ -338,7 +359,7 @@ def render_headline(answer: Headline, console: Any) -> None:
     for device in answer.devices:
         grid.add_row("•", literal(" ".join(device.sentences())))
     if not answer.devices:
-        grid.add_row("•", "No device other than the CPU baseline was measured: there is no speed-up to state.")
+        grid.add_row("•", answer.no_device_text)
     if answer.cpu:
         grid.add_row("•", literal(answer.cpu))
     for text in answer.unreached:
@@ -356,7 +377,7 @@ def headline_html(answer: Headline, run_id: str, after_devices: str = "") -> str
     items = "".join(f'<li><b>{escape(d.series)}</b> {escape(" ".join(d.sentences())[len(d.series) + 1:])}</li>'
                     for d in answer.devices)
     if not answer.devices:
-        items = "<li>No device other than the CPU baseline was measured: there is no speed-up to state.</li>"
+        items = f"<li>{escape(answer.no_device_text)}</li>"
     caveat_items = "".join(f'<li class="warning">{escape(text)}</li>' for text in answer.caveats)
     return (f'<div class="headline" id="headline-{escape(run_id)}"><h3>The answer</h3>'
             f'<ul class="headline-devices">{items}</ul>{after_devices}'

@@ -259,6 +259,19 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
         for table in tables:
             console.print()
             console.print(table)
+    if rows:  # the legend of the tables' × columns: with no table it explains nothing
+        _render_legend(rows, layouts, console)
+        _render_verdicts(rows, console)
+    _render_warnings(rows, console, warnings_limit)
+    if skips:
+        console.print()
+        console.print(f"[bold]Skipped[/] ({len(skips)}):")
+        for reason, specs in _grouped_skips(skips).items():
+            console.print(hanging("•", f"{escape(reason)}: {escape(', '.join(specs[:4]))}"
+                                      + (f" and {len(specs) - 4} more" if len(specs) > 4 else "")))
+
+
+def _render_legend(rows: list[Row], layouts: set, console: Console) -> None:
     console.print(f"[dim]× columns: CPU time / this time (speed-up), the median of the ratios of interleaved "
                   f"paired rounds ({pairs_note(rows)}) with its 95% interval; \"unpaired\"{' (†)' * bool(layouts - {'full'})}: the ratio "
                   "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
@@ -270,15 +283,6 @@ def render_summary(rows: list[Row], skips: list[Skip], console: Console, warning
                                       if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)
                                       else "")
                   + "[/]")
-    if rows:
-        _render_verdicts(rows, console)
-    _render_warnings(rows, console, warnings_limit)
-    if skips:
-        console.print()
-        console.print(f"[bold]Skipped[/] ({len(skips)}):")
-        for reason, specs in _grouped_skips(skips).items():
-            console.print(hanging("•", f"{escape(reason)}: {escape(', '.join(specs[:4]))}"
-                                      + (f" and {len(specs) - 4} more" if len(specs) > 4 else "")))
 
 
 def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:

@@ -30,8 +30,9 @@ def _export_measurement(m: Measurement) -> dict[str, Any]:
     error = data["check"]["max_rel_error"]
     if not math.isfinite(error):  # a failed check may have a NaN or infinite error: keep it, as text
         data["check"]["max_rel_error"] = "nan" if math.isnan(error) else "inf"
-    data["telemetry"] = finite(data["telemetry"])
-    data["extra"] = finite(data["extra"])
+    # every free-form figure: a CI of ±inf (one sample) in a warning's figures failed the export
+    for key in ("telemetry", "extra", "warnings", "verdict_reasons"):
+        data[key] = finite(data[key])
     return data
 
 
