@@ -104,3 +104,17 @@ def test_a_device_copy_is_bounded_by_the_device_a_host_copy_by_the_host():
     devices = {"cuda:0": gpu, "cpu": cpu}
     assert bounding_device(_measurement("d2d"), devices) is gpu
     assert bounding_device(_measurement("h2d"), devices) is cpu
+
+
+def test_a_copy_into_host_memory_says_why_its_sync_is_not_proven_on_the_call(opencl):
+    """Its output is a numpy array the device writes into: reading it back waits for nothing. Said
+    so, not an AttributeError from reading a numpy array back through the device's backend."""
+    from accelbench.runner.execute import measure_item
+    from accelbench.runner.plan import PlanItem
+
+    backend, device = opencl
+    spec = Spec.make("memcpy", "pyopencl", device, direction="d2h", bytes=2**20, pinned=False)
+    m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=SEED)
+    said = " ".join(str(w) for w in m.warnings + m.verdict_reasons)
+    assert "its output is host memory the device writes into" in said, said
+    assert "Error" not in said, said
