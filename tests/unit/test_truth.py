@@ -222,9 +222,9 @@ def _loaded_window(disturbed: bool):
                         run_wait_share=0.6 if disturbed else 0.0)
 
 
-@pytest.mark.parametrize("backend_class, on_load", [(_LoadedPool, "noisy"), (_EarlyLoaded, "invalid")])
-def test_a_refusal_by_lost_overlap_alone_is_not_made_on_a_loaded_machine(backend_class, on_load):
-    from accelbench.runner.audit import unproven_under_load
+@pytest.mark.parametrize("backend_class, found_status", [(_LoadedPool, "noisy"), (_EarlyLoaded, "invalid")])
+def test_a_refusal_by_lost_overlap_alone_is_noisy_not_invalid(backend_class, found_status):
+    from accelbench.runner.audit import unproven_by_overlap
 
     clock = FakeClock()
     backend = backend_class(clock, kernel_s=1e-3, asynchronous=True, device="cpu")
@@ -232,20 +232,20 @@ def test_a_refusal_by_lost_overlap_alone_is_not_made_on_a_loaded_machine(backend
     proof = prove(lambda: backend.matmul(a, a), lambda: backend.synchronize(), backend.to_host, clock, 5,
                   cpu_clock=lambda: backend.cpu_s)
     assert proof.status == NOT_WAITING and proof.ratio > 2.0, proof.detail  # beyond SURE_RATIO either way
-    found = unproven_under_load(proof, _loaded_window(True), 2.0)
-    assert ("invalid" if found is None else found.status) == on_load
-    if found is not None:
-        assert "could not be proven on a loaded machine" in found.reason and "other processes used" in found.reason
-    assert unproven_under_load(proof, _loaded_window(False), 2.0) is None  # quiet: the refusal stands
-    assert unproven_under_load(proof, None, 2.0) is None
-    assert unproven_under_load(dataclasses.replace(proof, cpu_ratio=None), _loaded_window(True), 2.0) is None
+    for window, named in ((_loaded_window(True), True), (_loaded_window(False), False), (None, False)):
+        found = unproven_by_overlap(proof, window, 2.0)
+        assert ("invalid" if found is None else found.status) == found_status
+        if found is not None:
+            assert "could not be proven" in found.reason and "lost overlap" in found.reason
+            assert ("on a loaded machine" in found.reason) == named
+    assert unproven_by_overlap(dataclasses.replace(proof, cpu_ratio=None), _loaded_window(True), 2.0) is None
 
 
 @pytest.mark.parametrize("calls", [9, 21])
-def test_a_backend_that_drops_overwritten_work_is_refused_on_a_loaded_machine_too(calls):
+def test_a_backend_that_drops_overwritten_work_is_refused_by_the_cpu_time_it_saves(calls):
     """Its serial blocks are forced to do the work, as an honest pool's pay its wake-ups: the CPU
     time its pipelined blocks save tells the two apart (real numpy, real clocks): 2 of 9 calls done."""
-    from accelbench.runner.audit import unproven_under_load
+    from accelbench.runner.audit import unproven_by_overlap
     from accelbench.timing.clock import PerfCounterClock
     from accelbench.timing.sync_probe import cpu_alike
 
@@ -261,7 +261,7 @@ def test_a_backend_that_drops_overwritten_work_is_refused_on_a_loaded_machine_to
                   calls)
     assert proof.status == NOT_WAITING, proof.detail
     assert proof.cpu_ratio is not None and proof.cpu_ratio > cpu_alike(calls, 2), proof.cpu_ratio
-    assert unproven_under_load(proof, _loaded_window(True), cpu_alike(calls, 2)) is None
+    assert unproven_by_overlap(proof, _loaded_window(True), cpu_alike(calls, 2)) is None
 
 
 def _truth_plugins():

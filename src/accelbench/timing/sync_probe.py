@@ -110,9 +110,10 @@ NOT_WAITING_TEXT = "synchronize() does not wait for all the work"
 TAIL_CALLS = 0.5       # a block ended this many calls' work early (or more) is short in the tail ...
 MIN_TAIL_S = 2e-5      # ... and by this long at least (one sync against one read-back: their noise)
 TAIL_CONSISTENT = 0.6  # the single call's share of short rounds, where its fastest pair is short too
-# on a loaded machine each wake-up of a waiting thread costs a time slice (jax stream 2^16 at load 7:
-# pipelined 32 µs a call, synchronised after every call 215, read back 230): a refusal from the
-# pipelined blocks alone, with the serial blocks this close to the read-back ones, is not made there
+# a wake-up per call can cost more than the work (jax stream 2^16 at load 7: pipelined 32 µs a call,
+# synchronised after every call 215, read back 230; PoCL d2d 1 MiB quiet: read back 2.1-2.3x): a
+# refusal from the pipelined blocks alone, with the serial blocks this close to the read-back ones,
+# needs the CPU time to say work was dropped (runner/audit.unproven_by_overlap)
 SERIAL_ALIKE = 1.5
 # CPU time, serial blocks over pipelined ones: honest jax, PoCL, torch on the CPU 0.9-1.5 in plain
 # blocks, jax stream 2^16 3.3-4.0 in the proof at load 5 (its pool spins between serial calls). A
