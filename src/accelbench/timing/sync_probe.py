@@ -78,7 +78,8 @@ def probe(launch: Callable[[], Any], synchronize: Callable[[], object], read_bac
     if short >= CONSISTENT * ROUNDS and with_sync_s < WAITS_FRACTION * true_s:
         return SyncProbe(False, f"synchronize() does not wait for the device: {text}", with_sync_s, true_s)
     if short:
-        return SyncProbe(True, f"synchronisation could not be proven on a loaded machine: {text}", with_sync_s, true_s)
+        return SyncProbe(True, f"synchronisation could not be proven (short in some rounds, not most: load, or "
+                               f"a runtime's lost overlap): {text}", with_sync_s, true_s)
     return SyncProbe(True, f"synchronize() waits ({format_seconds(with_sync_s)} with it, "
                            f"{format_seconds(true_s)} with the output read back)", with_sync_s, true_s)
 
@@ -302,7 +303,8 @@ def _decided(ratios: list[float], proven_s: float, extra_s: float, rounds: int,
     if consistent and extra_s > MIN_EXTRA_S:
         return Proof(NOT_WAITING, f"{NOT_WAITING_TEXT}: {text}; with synchronize() "
                                   f"after every call still {serial_ratio:.2f}× faster", ratio, proven_s)
-    return Proof(UNPROVEN, f"synchronisation could not be proven on a loaded machine: {text}", ratio, proven_s)
+    return Proof(UNPROVEN, f"synchronisation could not be proven (the rounds disagree: load, or a runtime's lost "
+                           f"overlap): {text}", ratio, proven_s)
 
 
 def _synced(call, synchronize, read_back, clock, calls: int, each: bool = False) -> tuple[float, Any]:
