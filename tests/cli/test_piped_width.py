@@ -7,15 +7,13 @@ stored cluster sweep for `fleet`, as tests/unit/test_fleet_view.py builds one.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import re
 
 import pytest
+from piped_cli import piped
 from rich.cells import cell_len
 
-from accelbench.cli.main import main
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.store.db import Store
 
@@ -25,13 +23,6 @@ pytestmark = pytest.mark.slow  # real runs: seconds each
 CUT = re.compile(r"\w+…|\b(inconclu|inconclus|inconclusi|incon|slowe|faste)\b")
 
 
-def piped(argv: list[str]) -> tuple[int, str]:
-    """`accelbench argv…` with stdout to a pipe and no $COLUMNS: (exit status, stdout)."""
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
-        patch.delenv("COLUMNS", raising=False)
-        code = main(argv)
-    return code, out.getvalue()
 
 
 def _sweep(db: str) -> None:

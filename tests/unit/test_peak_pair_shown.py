@@ -4,25 +4,18 @@ search's coverage; a run holding only peak results says nothing wrong (no baseli
 no device "not measured" that was); export and import carry the pair across."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import socket
 
 import pytest
+from piped_cli import piped
 from test_peak_finder import ReplayedH200, _run
 
-from accelbench.cli.main import main
 from accelbench.runner.peak_results import search_measurements
 from accelbench.store.db import Store
 
 
-def cli(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
-        patch.delenv("COLUMNS", raising=False)
-        code = main(argv)
-    return code, out.getvalue()
+cli = piped  # the CLI piped, no $COLUMNS: the width a script sees
 
 
 def store_pair(db: str, device: str, dtype: str = "bfloat16") -> str:
