@@ -93,7 +93,8 @@ def test_the_usage_lines_run_as_written_after_the_python_snippet(tmp_path):
     report = shell("accelbench report -o after-snippet")
     assert report.returncode == 0 and f"report for run(s) {cli_runs(shell)[0]}" in " ".join(report.stdout.split())
 
-    with_opencl = "opencl:0:0" in {d["id"] for d in json.loads(shell("accelbench info --json").stdout)["devices"]}
+    device_ids = {d["id"] for d in json.loads(shell("accelbench info --json").stdout)["devices"]}
+    with_opencl, with_cuda = "opencl:0:0" in device_ids, "cuda:0" in device_ids
     lines = usage_lines()
     checked = []
     for line in lines:
@@ -106,6 +107,10 @@ def test_the_usage_lines_run_as_written_after_the_python_snippet(tmp_path):
         if line == "accelbench fleet":
             # nothing was submitted: the answer says what fleet reads, in one line, exit 2
             assert done.returncode == 2 and "accelbench submit --each-node" in done.stderr, said
+            continue
+        if "cuda:0" in line and not with_cuda:
+            # a GPU's line on a machine without one: one line naming what is reachable, exit 2
+            assert done.returncode == 2 and "reachable here" in done.stderr and len(done.stderr.splitlines()) == 1, said
             continue
         if line.startswith("accelbench run matmul") and not with_opencl:
             assert done.returncode == 2 and "opencl:0:0" in done.stderr, said  # the device is named
