@@ -121,7 +121,7 @@ def _try(bench: Bench, n: int, seconds: float, peak_flops: float | None) -> Tria
     rate = _rate(n, burst)
     if peak_flops and rate > peak_flops:
         return Trial(n, None, burst.clock_mhz, burst.power_w, "above peak",
-                     f"{rate / 1e12:.1f} TFLOP/s exceeds the formula peak {peak_flops / 1e12:.1f}: not counted")
+                     f"{rate / 1e12:.1f} TFLOP/s exceeds the device's bound {peak_flops / 1e12:.3g} (its peak at the running clock, with a margin): not counted")
     return Trial(n, rate, burst.clock_mhz, burst.power_w, batch_s=burst.batch_s)
 
 
