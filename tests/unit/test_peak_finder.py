@@ -187,3 +187,19 @@ def test_the_cpu_check_catches_a_wrong_product():
     bench = BackendBench(Wrong(), "cpu", "float32")
     bench.prepare(64)
     assert not bench.check(64).passed
+
+
+def test_the_command_holds_rates_to_the_bound_every_result_is_held_to(monkeypatch):
+    """Not the nominal formula peak: this CPU's numpy ran 201 GFLOP/s at 3.69 GHz against a formula
+    peak of 166 at 2.596, and every honest order was refused. The bound moves the refusal."""
+    from piped_cli import piped
+
+    from accelbench.runner import plausibility
+
+    args = ["peak", "--device", "cpu", "--budget", "3", "--orders", "128", "--no-store", "--json"]
+    monkeypatch.setattr(plausibility, "flops_bound", lambda device, dtype=None: plausibility.Bound(1.0, 1.0, "tiny"))
+    refused, _ = piped(args)
+    assert refused == 1  # every order above the (patched) bound: no maximum
+    monkeypatch.undo()
+    code, out = piped(args)
+    assert code == 0, out
