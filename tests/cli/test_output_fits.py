@@ -60,7 +60,9 @@ def runs(tmp_path_factory):
                    "numpy200": cli(quick + ["--backend", "numpy", "--device", "cpu"], 200)}
         if _pyopencl_works():
             printed["opencl80"] = cli(quick + ["--backend", "numpy,pyopencl"], 80)
-            printed["opencl200"] = cli(quick + ["--backend", "numpy,pyopencl"], 200)
+            # 240: three speed-up cells may each read "contaminated" (PoCL's threads can slow the
+            # next block), which needs about 215 columns on one line
+            printed["opencl240"] = cli(quick + ["--backend", "numpy,pyopencl"], 240)
     for name, (code, _) in printed.items():
         assert code == 0, name
     return {"db": db, "printed": {name: text for name, (_, text) in printed.items()}}
@@ -98,9 +100,9 @@ def test_run_with_opencl_at_80_columns(runs):
 
 
 @pytest.mark.skipif(not _pyopencl_works(), reason="no working OpenCL device opencl:0:0 (PoCL) here")
-def test_run_with_opencl_at_200_columns_keeps_one_line_per_result(runs):
-    text = runs["printed"]["opencl200"]
-    assert too_wide(text, 200) == []
+def test_run_with_opencl_at_240_columns_keeps_one_line_per_result(runs):
+    text = runs["printed"]["opencl240"]
+    assert too_wide(text, 240) == []
     rows = table_rows(text, "pyopencl@opencl:0:0", "dtype=float32 n=256")
     assert rows and MEDIAN_WITH_UNIT.search(rows[0]) and "GFLOP/s" in rows[0], text
     assert len(re.findall(r"\d×", rows[0])) == 3  # all cores, one core, end-to-end: each with its interval
