@@ -69,8 +69,9 @@ def test_bursts_are_flagged_and_steady_samples_are_not():
 
 def test_the_harness_flags_a_burst_and_does_not_stop_on_a_target_the_batches_miss():
     clock = FakeClock(jitter=0.01, seed=2)
-    # 1 ms calls, 2 per sample from call 8; calls 14-19 take 3 ms: a neighbour held the core
-    backend = FakeBackend(clock, kernel_s=lambda i: 3e-3 if 14 <= i < 20 else 1e-3)
+    # 1 ms calls, 2 per sample from call 8; calls 24-29 (samples 9-11) take 3 ms: a neighbour held the
+    # core (no slow start: steady_state would count a slow first run as warm-up)
+    backend = FakeBackend(clock, kernel_s=lambda i: 3e-3 if 24 <= i < 30 else 1e-3)
     timing = measure(lambda: backend.kernel(), lambda: None, clock=clock, rigor=RIGORS["quick"])
     assert any(w.startswith("bursts: 3 of") for w in timing.warnings)
     samples = timing.samples_s

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
-from accelbench.timing import bursts, stats
+from accelbench.timing import bursts, stats, steady_state
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock, clock_resolution_s
 from accelbench.timing.rigor import DEFAULT_RIGOR, RIGORS, Rigor
 from accelbench.units import format_seconds
-from accelbench.verdict import (DRIFT, OVERHEAD, RESOLUTION, STATE_CHANGED, STATE_UNREAD, TARGET, UNSTABLE,
-                               WARMUP, Caveat)
+from accelbench.verdict import (DRIFT, OVERHEAD, RESOLUTION, SETTLED_LATE, STATE_CHANGED, STATE_UNREAD, TARGET,
+                               UNSTABLE, WARMUP, Caveat)
 
 MAX_OVERHEAD_FRACTION = 0.001   # clock read + sync under 0.1% of a block
 RESOLUTION_FACTOR = 1000        # a block spans >= 1000 clock steps: quantisation under 0.1%
@@ -120,6 +120,16 @@ def _still_falling(per_call_s: list[float]) -> bool:
         later < (1 - FALLING_STEP_FRACTION) * earlier for earlier, later in zip(recent, recent[1:]))
 
 
+def _still_falling_in(samples_s: list[float]) -> bool:
+    """Whether the samples themselves still fall (first half over 1% slower than the second): a warm-up
+    phase cut short by its clock budget says "still falling", and the samples after it say whether
+    it was."""
+    half = len(samples_s) // 2
+    if half < FALLING_RUN:
+        return True  # too few samples to tell: the warm-up phase's word stands
+    return stats.median(samples_s[:half]) > (1 + SETTLED_FRACTION) * stats.median(samples_s[half:])
+
+
 def _settled(per_call_s: list[float]) -> bool:
     return len(per_call_s) > FALLING_RUN and not _still_falling(per_call_s)
 
@@ -157,26 +167,37 @@ def _warm_up(run: _Run, target_s: float, overhead_s: float, fixed_calls: int | N
     return calls, blocks, warnings
 
 
-def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> tuple[list[float], str]:
+def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> tuple[list[float], str, int]:
     """Blocks until the CI target is met, the budget is spent (after `min_samples` at least), or
-    max_samples is reached."""
-    rigor, samples_s, ordered_s, next_batch_check = run.rigor, list[float](), list[float](), 0
+    max_samples is reached: (every sample, why sampling stopped, how many first samples were still
+    warm-up, to be left out: steady_state.settled_start, checked at every 10% more samples)."""
+    rigor, samples_s, ordered_s = run.rigor, list[float](), list[float]()
+    start, next_batch_check, next_settle_check = 0, 0, rigor.min_samples
     min_samples = max(MIN_SAMPLES_ON_BUDGET, min(min_samples, rigor.max_samples))
+    stop_reason = "max_samples"
     for _ in range(rigor.max_samples):
         sample_s = run.block_s(calls) / calls
         samples_s.append(sample_s)
         bisect.insort(ordered_s, sample_s)  # kept sorted: the CI is then a lookup per sample
         count = len(samples_s)
-        if (count >= rigor.min_samples and count >= next_batch_check
+        if count >= next_settle_check:
+            next_settle_check = count + max(1, count // 10)
+            found = steady_state.settled_start(samples_s)
+            if found != start:
+                start, ordered_s, next_batch_check = found, sorted(samples_s[found:]), 0
+        steady = count - start
+        if (steady >= rigor.min_samples and count >= next_batch_check
                 and stats.rel_ci_halfwidth_presorted(ordered_s) <= rigor.target_rel_ci):
             # the reported interval (summarize: the wider of this one and the batch medians') must meet
             # it too, computed exactly as reported (checked every 10% more samples: it costs a pass)
-            if stats.summarize(samples_s).rel_ci_halfwidth <= rigor.target_rel_ci:
-                return samples_s, "target"
+            if stats.summarize(samples_s[start:]).rel_ci_halfwidth <= rigor.target_rel_ci:
+                return samples_s, "target", start
             next_batch_check = count + max(1, count // 10)
-        if count >= min_samples and run.elapsed_s() >= rigor.budget_s:
-            return samples_s, "budget"
-    return samples_s, "max_samples"
+        if steady >= min_samples and run.elapsed_s() >= rigor.budget_s:
+            stop_reason = "budget"
+            break
+    final = steady_state.settled_start(samples_s)  # the last samples may show a start not seen before
+    return samples_s, stop_reason, final if len(samples_s) - final >= min_samples else start
 
 
 def measure(call: Callable[[], object], synchronize: Callable[[], object], *, clock: Clock | None = None,
@@ -200,17 +221,23 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     overhead_s = run.overhead_s()
     target_s = _target_block_s(overhead_s, clock_resolution_s(clock), rigor)
     calls, warmup_blocks, warmup_warnings = _warm_up(run, target_s, overhead_s, calls_per_block)
-    samples_s, stop_reason = _sample(run, calls, min_samples)
+    all_samples_s, stop_reason, settled_late = _sample(run, calls, min_samples)
+    samples_s = all_samples_s[settled_late:]
     total_wall_s = clock.now() - start_s
     summary = stats.summarize(samples_s)
     target_met = stop_reason == "target"
-    warnings += warmup_warnings
+    warnings += [w for w in warmup_warnings if _still_falling_in(samples_s)]
+    if settled_late:
+        slower = steady_state.slower_by(all_samples_s, settled_late)
+        warnings.append(Caveat(f"warm-up outlasted its phase: the first {settled_late} samples ({slower:.0%} slower "
+                               f"than the rest) were counted as warm-up", SETTLED_LATE,
+                               {"samples": settled_late, "slower": slower}))
     warnings += _quality_warnings(summary, rigor, stop_reason, calls, overhead_s, clock_resolution_s(clock))
     warnings += _drift_warnings(samples_s) + bursts.burst_warnings(summary, samples_s)
     after = _read_state(state, warnings)
     warnings += state_warnings(before, after)
     return Timing(tuple(samples_s), first_call_s, calls, target_met, tuple(warnings), total_wall_s,
-                  overhead_s, warmup_blocks, stop_reason)
+                  overhead_s, warmup_blocks + settled_late, stop_reason)
 
 
 # -- warnings ----------------------------------------------------------------------------------
