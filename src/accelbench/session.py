@@ -17,7 +17,7 @@ from accelbench._version import __version__
 from accelbench.backends.base import Backend
 from accelbench.backends.registry import BrokenBackend, Listed
 from accelbench.devices.blas import thread_environment
-from accelbench.devices.model import Device
+from accelbench.devices.model import Device, repeated_host_cpus
 from accelbench.errors import UsageError
 from accelbench.results import Measurement, PairedSamples, Skip, Spec
 from accelbench.runner import deadline
@@ -259,7 +259,8 @@ def run(workloads: list[str] | str | None = None, *, sizes: list[int] | None = N
         plan = with_threads(build_plan(
             listify(workloads), sizes=sizes, dtypes=listify(dtypes), devices=listify(devices), backends=loaded,
             quick=(rigor == "quick") if quick is None else quick, host_memory_bytes=host_memory,
-            known_devices={d.id for d in inventory.devices}), counts)
+            known_devices={d.id for d in inventory.devices},
+            repeated=repeated_host_cpus(inventory.devices)), counts)
     selection = {"workloads": listify(workloads), "sizes": sizes, "dtypes": listify(dtypes),
                  "devices": listify(devices), "backends": listify(backends), "threads": counts,
                  "via": "python"}  # `latest` on the command line means the command line's runs

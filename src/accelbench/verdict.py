@@ -27,6 +27,7 @@ STATE_CHANGED, STATE_UNREAD, RESOLUTION, OVERHEAD = "state_changed", "state_unre
 # the harness's warnings that make a result noisy (a missed target, unstable, drift, warm-up, a state change)
 DISTURBING = frozenset({WARMUP, TARGET, UNSTABLE, DRIFT, BURSTS, STATE_CHANGED})
 SETTLED_LATE = "settled_late"  # first samples were still warm-up (timing/steady_state.py): left out, not disturbing
+METHOD_NOTES = frozenset({SETTLED_LATE})  # how a number was taken, not a doubt: --json and the report, not the terminal's list
 REMEASURED = "remeasured"   # the runner timed it twice: the first attempt was disturbed (not itself disturbing)
 # -- the contention monitor (timing/contention.py, timing/device_slowdowns.py) ------------------------
 OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES = "own_threads", "cpu_wait", "hypervisor", "other_processes"

@@ -82,6 +82,7 @@ def _run(args) -> int:
     from accelbench.session import load_backends, run_plan
     from accelbench.timing.rigor import get_rigor
     from accelbench.vocabulary import DEFAULT_SEED
+    from accelbench.devices.model import repeated_host_cpus
     from accelbench.runner.plan import build_plan
     from accelbench.session import host_memory_bytes
     from accelbench.store.db import Store
@@ -96,7 +97,8 @@ def _run(args) -> int:
         plan = build_plan(args.workloads or None, sizes=parse_sizes(args.sizes),
                           dtypes=parse_list(args.dtype, DTYPES, "--dtype"),
                           devices=devices, backends=backends, quick=suite or args.quick or rigor == "quick",
-                          host_memory_bytes=host_memory_bytes(), known_devices={d.id for d in inventory.devices})
+                          host_memory_bytes=host_memory_bytes(), known_devices={d.id for d in inventory.devices},
+                          repeated=repeated_host_cpus(inventory.devices))
     except UsageError as error:  # `--device cuda:0` with a CPU-only torch: say why, not only "no"
         raise UsageError(_why_unreachable(str(error), backends, args.db)) from error
     if not plan.items:

@@ -6,7 +6,7 @@ number can be rendered with its unit and a JSON reader never has to guess.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 # Probe outcomes. A probe never raises to the inventory: it reports one of these.
 OK = "ok"
@@ -103,6 +103,11 @@ class Device:
                 return value
         return None
 
+    @property
+    def on_host_cpu(self) -> bool:
+        """An OpenCL device of type CPU (PoCL, Intel's CPU runtime): the host's own cores."""
+        return str(self.properties.get("device_type", "")).upper() == "CPU"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -152,3 +157,10 @@ def device_from_dict(data: dict[str, Any]) -> Device:
                   memory_bytes=data.get("memory_bytes"), properties=dict(data.get("properties") or {}),
                   peaks=peaks, reach=dict(data.get("reach") or {}),
                   warnings=tuple(str(w) for w in data.get("warnings", ())))
+
+
+def repeated_host_cpus(devices: Iterable[Device]) -> dict[str, str]:
+    """Each OpenCL device on the host CPU after the first, mapped to that first one: two OpenCL
+    implementations (apt's PoCL and pip's, say) of the same processor are one processor."""
+    hosted = [d.id for d in devices if d.on_host_cpu]
+    return {later: hosted[0] for later in hosted[1:]}

@@ -13,7 +13,7 @@ from accelbench.report import ratio_text
 from accelbench.report.analysis import Row
 from accelbench.timing import stats
 from accelbench.units import format_bytes, format_seconds, format_si
-from accelbench.verdict import VERDICTS, severity
+from accelbench.verdict import METHOD_NOTES, VERDICTS, kind_of, severity
 
 
 # workload-specific figures worth a column, in the order shown (the rest stay in --json and the DB)
@@ -286,7 +286,7 @@ def _render_legend(rows: list[Row], layouts: set, console: Console) -> None:
 
 
 def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:
-    flagged = [(row, w) for row in rows for w in row.measurement.warnings]
+    flagged = [(row, w) for row in rows for w in row.measurement.warnings if kind_of(w) not in METHOD_NOTES]
     if not flagged:
         return
     console.print()

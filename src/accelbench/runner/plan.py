@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Mapping
 
 from accelbench.backends.base import DTYPES
 from accelbench.backends.registry import Listed
@@ -77,8 +78,11 @@ def parse_list(text: str | None, accepted: tuple[str, ...] | list[str], option: 
 def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, dtypes: list[str] | None = None,
                devices: list[str] | None = None, backends: Listed | None = None, quick: bool = True,
                cpu_threads: int | None = None, host_memory_bytes: int | None = None,
-               known_devices: set[str] | None = None) -> Plan:
+               known_devices: set[str] | None = None, repeated: Mapping[str, str] | None = None) -> Plan:
     """`backends`: name -> Backend instance (available or not) to plan across.
+
+    `repeated`: a device id -> an earlier one on the same processor (devices.model.repeated_host_cpus);
+    without `devices` asked for, each processor is measured once and the repeats become skips.
 
     `known_devices`: the inventory's device ids. A backend may only measure a device the
     inventory found (a plugin that brings a new kind of device brings a probe for it); the others
@@ -98,6 +102,13 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
                                                  "no probe reports it, so nothing it measures could be attributed "
                                                  "to it (a plugin that adds a kind of device must add a probe)")
                        for name in names for b, d in unknown]
+    if not devices and repeated:
+        again = [(b, d) for b, d in targets if d in repeated]
+        targets = [(b, d) for b, d in targets if d not in repeated]
+        plan.skips += [Skip(Spec.make(name, b, d), f"another OpenCL implementation on this same CPU, measured as "
+                                                 f"{repeated[d]}: a run without --device measures each processor "
+                                                 f"once (`--device {d}` measures this one)")
+                       for name in names for b, d in again]
     all_threads = cpu_threads or usable_cpus()
     for name in names:
         workload = get_workload(name)
