@@ -9,7 +9,11 @@ Nothing here imports accelbench. tests/unit/test_derived_oracle.py compares its 
 The definitions, as documented:
 
 - speed-up of a candidate against a baseline: baseline time / candidate time. Paired (stored
-  rounds): the median of the per-round ratios, with the order-statistic 95% interval of that median
+  rounds): first, leading warm-up rounds are left out of both sides: per side, the MSER start d
+  (argmin over d <= n/2 of the sum of squared deviations of the rounds from d on, over (n - d)^2),
+  taken where d >= 2, the rounds before d have a median over 3% above the rest's and a two-sided
+  Mann-Whitney test (asymptotic, continuity-corrected) gives p < 0.01; the larger side's d, rounded
+  up to even, at most what leaves 6 rounds. Then the median of the per-round ratios, with the order-statistic 95% interval of that median
   (Binomial(n, 1/2) ranks; none under 6 rounds). Unpaired: the ratio of the two medians, with a
   percentile-bootstrap 95% interval (each side resampled independently).
 - a paired figure is contaminated when the pairing noted cross-talk, when the forward rounds' and the
@@ -61,6 +65,29 @@ DATASHEETS = Path(__file__).resolve().parents[2] / "src" / "accelbench" / "data"
 
 def median(values) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
+
+
+def warm_up_rounds(values) -> int:
+    """A side's leading slow rounds, by MSER with the two acceptance tests (see the module's definitions)."""
+    from scipy.stats import mannwhitneyu
+
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 6:
+        return 0
+    x = x / np.median(x)
+    scores = [float(np.sum((x[d:] - x[d:].mean()) ** 2)) / (n - d) ** 2 for d in range(n // 2 + 1)]
+    d = int(np.argmin(scores))  # the first of equal scores
+    if d < 2 or np.median(x[:d]) <= 1.03 * np.median(x[d:]):
+        return 0
+    p = mannwhitneyu(x[:d], x[d:], alternative="two-sided", method="asymptotic", use_continuity=True).pvalue
+    return d if p < 0.01 else 0
+
+
+def warm_up_cut(baseline_s, candidate_s) -> int:
+    cut = max(warm_up_rounds(baseline_s), warm_up_rounds(candidate_s))
+    cut += cut % 2
+    return max(0, min(cut, (min(len(baseline_s), len(candidate_s)) - MIN_PAIRS) // 2 * 2))
 
 
 def order_statistic_interval(values) -> tuple[float, float]:
@@ -323,7 +350,9 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
     m_low, m_high, band = bootstrap_ratio_interval(own_b, own_c)
     if rounds is None or not rounds.baseline_s:
         return Figure(medians_ratio, m_low, m_high, False, 0, medians_ratio, m_low, m_high, band=band)
-    ratios = [b / c for b, c in zip(rounds.baseline_s, rounds.candidate_s)]
+    cut = warm_up_cut(rounds.baseline_s, rounds.candidate_s)
+    rounds_b, rounds_c = rounds.baseline_s[cut:], rounds.candidate_s[cut:]
+    ratios = [b / c for b, c in zip(rounds_b, rounds_c)]
     low, high = order_statistic_interval(ratios)
     ratio = median(ratios)
     forward, backward = ratios[0::2], ratios[1::2]
@@ -339,7 +368,7 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
                   disagreement=distance / allowed if math.isfinite(allowed) else 0.0,
                   both_valid=baseline.verdict == "valid" and candidate.verdict == "valid",
                   any_noisy="noisy" in (baseline.verdict, candidate.verdict),
-                  shifts=(median(rounds.baseline_s) / median(own_b), median(rounds.candidate_s) / median(own_c)))
+                  shifts=(median(rounds_b) / median(own_b), median(rounds_c) / median(own_c)))
 
 
 @dataclass(frozen=True)

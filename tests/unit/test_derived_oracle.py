@@ -80,16 +80,17 @@ def _main(*argv: str) -> tuple[int, str]:
 # -- the synthetic run ----------------------------------------------------------------------------
 
 def _rounds(baseline_s: float, candidate_s: float, count: int = 12, *, candidate_scale: float = 1.0,
-            backward_scale: float = 1.0) -> tuple[tuple[float, ...], tuple[float, ...]]:
+            backward_scale: float = 1.0, warm: int = 0) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Per-round seconds: a load coming and going that hits both sides alike (it cancels in each
     ratio), a ±0.4% jitter of each side's own, and what a test plants: the candidate `candidate_scale`
-    slower in every round, and `backward_scale` slower in the backward rounds (baseline second)."""
+    slower in every round, `backward_scale` slower in the backward rounds (baseline second), and 1.4×
+    slower in its first `warm` rounds (a warm-up that outlasted the untimed round)."""
     baseline, candidate = [], []
     for i in range(count):
         load = 1 + 0.1 * ((i * 7) % 5)
         baseline.append(baseline_s * load * (1 + 0.002 * ((i * 3) % 5 - 2)))
         candidate.append(candidate_s * load * (1 + 0.002 * ((i * 2 + 1) % 5 - 2)) * candidate_scale
-                         * (backward_scale if i % 2 else 1.0))
+                         * (backward_scale if i % 2 else 1.0) * (1.4 if i < warm else 1.0))
     return tuple(baseline), tuple(candidate)
 
 
@@ -143,6 +144,8 @@ def _paired(ms) -> list[PairedSamples]:
             pair("cpu_all_cores", every, gpu, backward_scale=1.3)  # the order of the sides matters
         elif n == 2500:
             pair("cpu_all_cores", every, gpu, candidate_scale=1.05)  # within the slack: the interval widens
+        elif n == 3000:
+            pair("cpu_all_cores", every, gpu, count=16, warm=4)  # its first 4 rounds still warm-up: left out
         else:
             pair("cpu_all_cores", every, gpu)
         if n == 1000:
@@ -539,6 +542,17 @@ def test_the_planted_contaminations_are_found_and_decide_nothing(synthetic):
     stated = _stated(synthetic["json"], noisy.shown_on)["derived"]["speedups"]["vs_cpu_all_cores"]
     assert not stated["contaminated"]  # a noisy side's median is no reference: the rounds stand alone
     assert (stated["ci_low"], stated["ci_high"]) == pytest.approx((noisy.figure.low, noisy.figure.high), rel=1e-12)
+
+
+def test_warm_up_rounds_are_left_out_of_the_paired_figure(synthetic):
+    """The oracle's cut and the stated figure agree (check_all_speedups); here, that there was one to agree on."""
+    expected = oracle.expected_speedups(synthetic["run"])
+    warm = next(e for e in expected if e.field == "vs_cpu_all_cores" and e.shown_on.backend == "torch"
+                and e.shown_on.size == 3000.0)
+    assert warm.figure.pairs == 12 and warm.figure.contaminated is False  # 16 rounds, 4 left out
+    stated = _stated(synthetic["json"], warm.shown_on)["derived"]["speedups"]["vs_cpu_all_cores"]
+    assert stated["pairs"] == 12 and "the first 4 rounds were still warm-up" in stated["method"]
+    assert stated["verdict"] == "faster"
 
 
 def test_break_even_transfer_shares_and_the_headline_of_the_synthetic_run(synthetic):

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 from accelbench.results import Measurement, PairedSamples
 from accelbench.runner.paired_check import side_shift, slowed_own_side
+from accelbench.runner.speedups import steady_rounds
 from accelbench.timing import stats
 from accelbench.verdict import REMEASURED, Caveat
 
@@ -23,7 +24,7 @@ def slowed_sides(measurements: Sequence[Measurement], paired: Sequence[PairedSam
     """Each measurement whose own timing ran slower than its paired rounds, with the figures that say so."""
     by_key = {m.spec.key: m for m in measurements}
     found: dict[str, tuple[Measurement, str]] = {}
-    for p in paired:
+    for p, _ in map(steady_rounds, paired):
         base, cand = by_key.get(p.baseline.key), by_key.get(p.candidate.key)
         if not p.baseline_s or base is None or cand is None:
             continue

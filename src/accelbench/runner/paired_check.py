@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from accelbench.timing import stats
+from accelbench.timing import stats, steady_state
 
 # Beyond the two intervals, the rounds and the measurements may differ by this much without
 # contamination: a paired block follows the other side's, whose data evicted its own from the caches
@@ -37,6 +37,17 @@ GROSS_FACTOR = 2.0
 # [0.783-0.985] where the medians gave 0.985: a side switching between two speeds during the rounds
 SCATTER_FACTOR = 2.0
 SCATTER_FLOOR = 0.05
+
+
+def warm_rounds(baseline_s: Sequence[float], candidate_s: Sequence[float], min_pairs: int) -> int:
+    """How many first rounds were still the group's warm-up: a leading run of slow rounds in either
+    side (timing/steady_state.py; jax at n=1000 ran its first 2-3 paired blocks 1.1-1.2× slow after
+    the untimed warm-up round, in most runs on a quiet Zen 4 VM), cut from both sides alike and in
+    an even number, so that forward and backward rounds stay in turn, leaving `min_pairs` at least."""
+    cut = max(steady_state.settled_start(baseline_s), steady_state.settled_start(candidate_s))
+    cut += cut % 2
+    room = (min(len(baseline_s), len(candidate_s)) - min_pairs) // 2 * 2
+    return max(0, min(cut, room))
 
 
 def scattered(paired: stats.RatioCI, medians: stats.RatioCI) -> str:

@@ -87,11 +87,24 @@ def paired_ratio_ci(baseline_s: Sequence[float], candidate_s: Sequence[float],
     return SpeedupCI(stats.quantile_presorted(ratios, 0.5), low, high, confidence, pairs=len(ratios))
 
 
+def steady_rounds(paired: PairedSamples) -> tuple[PairedSamples, str]:
+    """The rounds after the group's warm-up (runner/paired_check.py `warm_rounds`), and a note
+    saying how many were left out ('' for none). The stored rounds keep them all."""
+    cut = paired_check.warm_rounds(paired.baseline_s, paired.candidate_s, MIN_PAIRS) if paired.baseline_s else 0
+    if not cut:
+        return paired, ""
+    return (dataclasses.replace(paired, baseline_s=paired.baseline_s[cut:], candidate_s=paired.candidate_s[cut:]),
+            f"the first {cut} rounds were still warm-up, left out")
+
+
 def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) -> SpeedupCI:
     """The paired speed-up, marked contaminated where pairing saw cross-talk or where it disagrees
     with `medians`, the ratio of the two measurements' own medians (runner/paired_check.py); where
-    they agree, its interval reaches that ratio too."""
+    they agree, its interval reaches that ratio too. Rounds that were still warm-up are left out."""
+    paired, warm = steady_rounds(paired)
     ratio = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
+    if warm:
+        ratio = dataclasses.replace(ratio, note=warm)
     # a side's median moved by load (which pairing cancels) is no reference for the rounds
     stands = median_stands(w.baseline, w.baseline_phase) and median_stands(w.candidate, w.candidate_phase)
     reference = medians if stands else None
@@ -103,7 +116,7 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     if reason:
         return dataclasses.replace(ratio, contaminated=reason)
     if paired.note.startswith(REPAIRED):
-        ratio = dataclasses.replace(ratio, note=paired.note)
+        ratio = dataclasses.replace(ratio, note="; ".join(filter(None, (paired.note, ratio.note))))
     if reference is None:
         return ratio
     if paired_check.disagreement(ratio, reference) > 1:  # it stands because a side's own measurement ran slow
@@ -120,7 +133,8 @@ def scattered_rounds(w: Wanted, paired: PairedSamples) -> str:
     if not paired.baseline_s or not (w.baseline.trusted and w.candidate.trusted):
         return ""
     medians = bootstrap.ratio_of_medians_ci(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
-    return paired_check.scattered(paired_ratio_ci(paired.baseline_s, paired.candidate_s), medians)
+    steady, _ = steady_rounds(paired)
+    return paired_check.scattered(paired_ratio_ci(steady.baseline_s, steady.candidate_s), medians)
 
 
 def median_stands(m: Measurement, phase: str) -> bool:
