@@ -167,3 +167,17 @@ def test_a_run_without_results_prints_no_legend_of_columns_it_has_not_shown():
                    console(file=out, width=80))
     text = " ".join(out.getvalue().split())
     assert "× columns" not in text and "Skipped (1): • numpy has no float16 on cpu: matmul numpy@cpu" in text
+
+
+def test_a_skip_without_parameters_is_named_without_a_stray_space():
+    """A device skipped before any parameter was chosen (each processor measured once) lists as
+    "matmul pyopencl@opencl:1:0, stream …", never "matmul pyopencl@opencl:1:0 , stream"."""
+    from accelbench.report.summary import render_summary
+    from accelbench.results import Skip, Spec
+
+    out = io.StringIO()
+    why = "another OpenCL implementation on this same CPU"
+    render_summary([], [Skip(Spec.make(w, "pyopencl", "opencl:1:0"), why) for w in ("matmul", "stream")],
+                   console(file=out, width=200))
+    text = " ".join(out.getvalue().split())
+    assert f"{why}: matmul pyopencl@opencl:1:0, stream pyopencl@opencl:1:0" in text, text

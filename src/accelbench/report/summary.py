@@ -301,5 +301,5 @@ def _render_warnings(rows: list[Row], console: Console, limit: int) -> None:
 def _grouped_skips(skips: list[Skip]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = defaultdict(list)
     for skip in skips:
-        grouped[skip.reason.splitlines()[0]].append(f"{skip.spec.workload} {where(skip.spec)} {params_text(skip.spec)}")
+        grouped[skip.reason.splitlines()[0]].append(spec_label(skip.spec))  # no stray space without parameters
     return grouped
