@@ -127,3 +127,61 @@ def test_threads_beyond_the_recorded_count_are_invalid(threads, demanded, open_c
     found = _threads_beyond_claim(_cpu_result(threads, demanded))
     assert bool(found) == refused
     assert all(f.status == INVALID and f"claims {threads}" in f.reason for f in found)
+
+
+def _peeking_partial_writer_escapes(elements: int, audits: int) -> int:
+    """How many of `audits` real audit rounds (runner/audit._checked_rounds) pass a writer that rewrites
+    a third of its output per call, and all of it when one of 8 sampled output elements is not what
+    it last wrote (tests/cli/truth_plugins.py `peek_partial`'s rule)."""
+    from accelbench.backends.numpy_backend import NumpyBackend
+    from accelbench.timing.clock import PerfCounterClock
+
+    picks = np.linspace(0, elements - 1, 8).astype(np.int64)
+    escaped = 0
+    for seed in range(audits):
+        rng = np.random.default_rng(seed)
+
+        def make(key: int) -> Variant:
+            a = rng.standard_normal(elements)
+            return Variant([a], a * 2.0, out=np.empty_like(a))
+
+        def judge(output, variant):
+            ok = not np.isnan(output).any() and np.array_equal(output, variant.reference)
+            return Check(ok, 0.0 if ok else float("inf"), 0.0, "")
+
+        state: dict = {}
+
+        def op(v: Variant):
+            out, a = v.out, v.inputs[0]
+            known, third = state.get(id(out)), -(-elements // 3)
+            if known is None or known[0] != tuple(out[picks].tolist()):
+                np.multiply(a, 2.0, out=out)
+                turn = 0
+            else:
+                s = slice(known[1] * third, min(elements, (known[1] + 1) * third))
+                np.multiply(a[s], 2.0, out=out[s])
+                turn = (known[1] + 1) % 3
+            state[id(out)] = (tuple(out[picks].tolist()), turn)
+            return out
+
+        prepared = Rotation(make, judge).prepared(NumpyBackend(), op=op)
+        capture = audit.Capture(prepared.compute)
+        for _ in range(8):
+            capture()  # the timed blocks before the audit
+        escaped += audit._checked_rounds(prepared, capture, lambda: None, PerfCounterClock(), 1).passed
+    return escaped
+
+
+def test_a_peeking_partial_writer_rarely_escapes_the_audit():
+    """Measured: with one element in 512 poisoned (no cap) and 3 rounds, such a writer passed 1.5-3.3% of
+    audits (its 8 samples hit a poisoned element, so it rewrote everything); with at most 256 poisoned
+    and 4 rounds (two scattered, whatever the start), 0.08-0.13% (0 of 600 at 2^20 elements)."""
+    escaped = _peeking_partial_writer_escapes(4096, 2000)
+    assert escaped <= 10, f"{escaped} of 2000 audits passed a partial writer"
+
+
+def test_the_scattered_poison_is_capped_so_sampling_rarely_finds_it():
+    a = np.zeros(1 << 20)
+    assert raw_access.poison_scattered(a, lambda size, count: np.random.default_rng(2).choice(size, count, False))
+    assert np.isnan(a).sum() == raw_access.SCATTER_MAX
+    assert audit.CHECK_ROUNDS >= 4  # poisons alternate: two of the rounds scatter, whatever the random start

@@ -12,7 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-SCATTER_EVERY = 512  # poison_scattered: one element in this many (at least one)
+SCATTER_EVERY = 512  # poison_scattered: one element in this many (at least one) ...
+# ... and at most this many: a backend that samples k of its n outputs finds m poisoned ones with
+# chance ~k*m/n (8 samples against 1 in 512: 1.6% a round, and a peeking partial writer passed 1.5-3.3% of
+# audits), while 256 left standing by a call that skips a tenth of its work escape with 0.9^256 < 1e-11
+SCATTER_MAX = 256
 
 _FILLERS = {
     "numpy": lambda a: a.__setitem__(Ellipsis, float("nan")),
@@ -58,7 +62,7 @@ def poison_scattered(array: Any, draw: Callable[[int, int], Any]) -> bool:
     size = int(getattr(array, "size", 0) if framework != "torch" else array.numel())
     if size == 0 or not str(getattr(array, "dtype", "")).replace("torch.", "").startswith(("float", "bfloat")):
         return False
-    count = max(1, min(size, -(-size // SCATTER_EVERY)))
+    count = max(1, min(size, -(-size // SCATTER_EVERY), SCATTER_MAX))
     where = tuple(np.unravel_index(np.asarray(draw(size, count), dtype=np.int64), tuple(array.shape)))
     try:
         if framework == "numpy":
