@@ -66,7 +66,7 @@ def test_the_peak_pair_carries_clock_power_spread_settling_and_coverage(folder):
 def test_device_query_names_its_key_fields_and_what_is_missing(folder):
     line = lines_of(folder)["deviceQuery"]
     assert line.status == "PASS" and line.detail.startswith("via cupy 13.3.0: cc 9.0, SMs 132, warp 32")
-    assert "smem/block 48 KiB" in line.detail and "L2 50 MiB" in line.detail and "copy engines 3" in line.detail
+    assert "smem/block 48 KiB" in line.detail and "L2 60 MiB" in line.detail and "copy engines 3" in line.detail
 
     def drop_warp(info):
         next(d for d in info["devices"] if d["id"] == "cuda:0")["properties"]["device_query"].pop("warp_size")
