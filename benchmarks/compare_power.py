@@ -10,7 +10,7 @@ exported files are compared in CI (no stored history). For every pair (A, B):
 * B with every result's samples ×1.1, ×1.3, ×2 (the machine reference left as measured): the gate
   must fail (exit 1): ×2 always, ×1.3 on a quiet machine;
 * B with one spec ×1.3 (the longest call, the steadiest): detected when that spec is "slower";
-* B with every sample ×2 *and* its machine reference ×2 ("the machine was slower"): must be undecided
+* B with every sample ×2 *and* its machine reference and all-cores probes ×2 ("the machine was slower"): must be undecided
   (exit 3) with the machine shift named, never a change.
 
     python benchmarks/compare_power.py                        # about 8 min on 2 cores
@@ -36,6 +36,7 @@ from accelbench.report.compare.sources import load_file_run
 THRESHOLD_PCT = 10.0
 FACTORS = (1.1, 1.3, 2.0)
 KEY = "machine_reference"
+PROBE_KEY = "all_cores_probe"  # timing/all_cores_probe.py: beside each multi-thread CPU result
 
 
 def one_run(db: str, workloads: list[str], export_to: str) -> float:
@@ -80,6 +81,10 @@ def scaled(run, factor: float, only_key: str | None = None, reference: float = 1
     def scale(m):
         if only_key is not None and m.spec.key != only_key:
             return m
+        probe = (m.telemetry or {}).get(PROBE_KEY)
+        if reference != 1.0 and isinstance(probe, dict):  # the machine was slower: beside each spec too
+            probe = {**probe, "before_s": probe["before_s"] * reference, "after_s": probe["after_s"] * reference}
+            m = dataclasses.replace(m, telemetry={**m.telemetry, PROBE_KEY: probe})
         return dataclasses.replace(m, phases_s={k: tuple(x * factor for x in v) for k, v in m.phases_s.items()})
     machine = copy.deepcopy(run.machine)
     for reading in (machine.get(KEY) or {}).get("readings", []):
@@ -107,7 +112,8 @@ def one_pair(path_a: str, path_b: str) -> dict:
     found: dict = {}
     aa = compare_runs(a, b, history={})
     found["A/A"] = {"outcome": outcome(aa), "changes": sum(r.verdict in ("faster", "slower") for r in aa.rows),
-                    "compared": sum(r.counted for r in aa.rows)}
+                    "compared": sum(r.counted for r in aa.rows),
+                    "changed": [f"{r.label} {r.verdict_text()}" for r in aa.rows if r.verdict in ("faster", "slower")]}
     for factor in FACTORS:
         c = compare_runs(a, scaled(b, factor), history={})
         found[f"all x{factor}"] = {"outcome": outcome(c), "slower": len(c.by_verdict("slower")),
@@ -133,6 +139,7 @@ def table(condition: str, pairs: list[dict]) -> list[str]:
              f"  {'case':<16} {'gate failed':>14} {'undecided (3)':>14} {'passed':>14}   other",
              _row("A/A", [p["A/A"] for p in pairs],
                   f"false changes {changes}/{compared} specs = {changes / max(compared, 1):.1%}")]
+    lines += [f"    A/A pair {i + 1}: {change}" for i, x in enumerate(aa) for change in x.get("changed", ())]
     for factor in FACTORS:
         rows = [p[f"all x{factor}"] for p in pairs]
         lines.append(_row(f"all x{factor}", rows, f"specs slower {sum(r['slower'] for r in rows)}/"

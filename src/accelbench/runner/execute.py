@@ -23,7 +23,7 @@ from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sinks import ResultSink
 from accelbench.runner.sync_check import UNTESTED, probe_backend
-from accelbench.timing import contention, quiesce, stats
+from accelbench.timing import all_cores_probe, contention, quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.timing.harness import Timing, measure
@@ -112,7 +112,11 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     sync = [VerdictReason(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
+        probe_threads = all_cores_probe.wanted(spec.device, item.threads)
+        before_s = all_cores_probe.safely(probe_threads)  # the host's all-core speed now (compare reads it)
         measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
+        measurement = _with_probe(measurement, all_cores_probe.reading(
+            probe_threads, before_s, all_cores_probe.safely(probe_threads)))
     finally:
         if prepared.release:
             prepared.release()
@@ -120,6 +124,12 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     # role, so readers where this workload is not installed still know what its figures say
     made = dataclasses.replace(measurement, workload_version=str(workload.version), role=workload.role)
     return judged(made, findings + sync, trust.devices)
+
+
+def _with_probe(m: Measurement, probe: dict | None) -> Measurement:
+    if probe is None:
+        return m
+    return dataclasses.replace(m, telemetry={**m.telemetry, all_cores_probe.KEY: probe})
 
 
 def refused(item: PlanItem, workload: Workload, probe: SyncProbe) -> Measurement:

@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 from accelbench.report.compare import metadata
 from accelbench.report.compare import noise as run_noise
+from accelbench.report.compare.common_shift import CommonShift, common_shift
 from accelbench.report.compare.machine import MachineShift, ci_text, machine_shift, ratio_text
 from accelbench.report.data import RunData
 from accelbench.results import Measurement, Spec
@@ -288,12 +289,21 @@ class Comparison:
         if self.geomean is not None and any(r.survives_noise() for r in self.rows):
             line += (f"; geometric mean {ci_text(self.geomean)} counting only changes "
                      f"beyond run-to-run noise ({every_text})")
-        elif every is not None:
+        elif every is not None and not (self.code_shift() and self.code_shift().codes):  # type: ignore[union-attr]
             line += f"; no change beyond run-to-run noise: geometric mean 1.00× ({every_text})"
         return line + f"; {line_machine}" + ("" if self.same_machine else f" — {self.scope}")
 
+    def code_shift(self) -> CommonShift | None:
+        """The undisturbed specs' common shift set against the machine reference (compare/common_shift.py)."""
+        return common_shift([r.speedup.ratio for r in self.rows if r.counted and r.speedup is not None
+                             and r.result_verdicts == ("valid", "valid")], self.machine)
+
     def machine_text(self) -> str:
         """What the machine reference says about the pair's common shift (or that there is none)."""
+        found = self.code_shift()
+        return self._reference_text() + ("" if found is None else f"; {found.text()}")
+
+    def _reference_text(self) -> str:
         m, common = self.machine, self.common_shift
         if m is None:
             return ("the gate has no machine reference (a run or export without one in A or B): a shift of the "
@@ -319,6 +329,7 @@ class Comparison:
             "machine_text": self.machine_text(),
             "common_shift": self.common_shift,
             "common_shift_text": None if self.common_shift is None else ratio_text(self.common_shift),
+            "code_shift": None if self.code_shift() is None else self.code_shift().to_dict(),  # type: ignore[union-attr]
             "rows": [r.to_dict() for r in self.rows],
             "only_in_a": [s.to_dict() for s in self.only_a], "only_in_b": [s.to_dict() for s in self.only_b],
             "metadata_differences": [d.to_dict() for d in self.differences],

@@ -4,7 +4,9 @@ An inconclusive comparison must never read as a pass. A spec is decided for the 
 significantly slower beyond PCT (the gate fails), or when a slowdown beyond PCT is ruled out: its
 verdict is same, faster or slower by less than PCT, or it is inconclusive with its whole 95%
 interval above 1/(1 + PCT). Every other counted spec (inconclusive within run-to-run noise, noisy,
-too few samples, a wide interval) leaves the gate undecided. Exit codes (cli/compare_cmd.py):
+too few samples, a wide interval) leaves the gate undecided. The gate also fails when the undisturbed
+specs together moved by a slowdown beyond PCT that the machine reference does not show
+(compare/common_shift.py), though no one spec cleared its own band. Exit codes (cli/compare_cmd.py):
 0 passed, 1 failed, 3 could not be decided; 2 stays bad input.
 """
 from __future__ import annotations
@@ -24,8 +26,15 @@ class Gate:
     comparison: Comparison
 
     @property
+    def shifted(self) -> bool:
+        """Every undisturbed spec moved together by a slowdown beyond PCT that the machine reference does
+        not show (compare/common_shift.py): the gate fails though no one spec's band was cleared."""
+        found = self.comparison.code_shift()
+        return found is not None and found.slower_beyond(self.percent / 100)
+
+    @property
     def outcome(self) -> str:
-        return "failed" if self.failing else "undecided" if self.undecided else "passed"
+        return "failed" if self.failing or self.shifted else "undecided" if self.undecided else "passed"
 
     @property
     def exit_code(self) -> int:
@@ -36,6 +45,9 @@ class Gate:
         if self.failing:
             return (f"--fail-if-slower {self.percent:g}: FAILED, {len(self.failing)} spec(s) significantly slower "
                     f"by more than {self.percent:g}%, beyond run-to-run noise")
+        if self.shifted:
+            return (f"--fail-if-slower {self.percent:g}: FAILED, {self.comparison.code_shift().text()}"  # type: ignore[union-attr]
+                    f", a slowdown beyond {self.percent:g}%")
         if not self.undecided:
             return (f"--fail-if-slower {self.percent:g}: passed, a slowdown beyond {self.percent:g}% is ruled out for "
                     f"all {self._decided()} spec(s) compared")
@@ -62,7 +74,7 @@ class Gate:
 
     def to_dict(self) -> dict:
         return {"percent": self.percent, "outcome": self.outcome, "exit_code": self.exit_code,
-                "failed": bool(self.failing), "specs": [r.label for r in self.failing],
+                "failed": self.outcome == "failed", "common_shift_failed": self.shifted, "specs": [r.label for r in self.failing],
                 "why": {r.label: r.why_slower() for r in self.failing},
                 "undecided": {r.label: r.note or r.verdict_text() for r in self.undecided}, "text": self.text()}
 

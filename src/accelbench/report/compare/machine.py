@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from accelbench.report.data import RunData
 from accelbench.results import Measurement
-from accelbench.timing import machine_reference
+from accelbench.timing import all_cores_probe, machine_reference
 from accelbench.timing.stats import RatioCI
 
 # the ratio of two runs' references moves this much on a quiet machine even when their readings
@@ -107,6 +107,20 @@ class MachineShift:
             return self.total
         return self.compute if not moved or flops / moved >= COMPUTE_INTENSITY else self.memory
 
+    def for_pair(self, a: Measurement, b: Measurement) -> list[tuple[PartShift, str]]:
+        """What a spec's band is widened by, each with its name: the reference's part its work resembles
+        and, where both runs took one beside the spec, the all-cores probe. Both count: a multi-thread
+        result moves with the machine's speed (the reference: the memory part for a stream, which the
+        compute probe does not track) and with its cores' work together (the probe: the host's all-core
+        phases, which the one-thread reference cannot see)."""
+        part = self.for_spec(a)
+        name = {id(self.compute): "compute", id(self.memory): "memory"}.get(id(part), "whole")
+        found = [(part, f"machine reference ({name} part)")]
+        probed = probe_shift(a, b)
+        if probed is not None:
+            found.append((probed, "all-cores probe beside this spec"))
+        return found
+
     def text(self) -> str:
         return (f"machine reference {self.total.text()}; compute part {ratio_text(self.compute.speedup)}, "
                 f"memory part {ratio_text(self.memory.speedup)}")
@@ -131,3 +145,15 @@ def machine_shift(a: RunData, b: RunData) -> MachineShift | None:
         return None
     readings = (machine_reference.stored(a.machine).readings, machine_reference.stored(b.machine).readings)  # type: ignore[union-attr]
     return MachineShift(total, compute, memory, readings)
+
+
+def probe_shift(a: Measurement, b: Measurement) -> PartShift | None:
+    """The host's all-core speed beside spec A against beside spec B (timing/all_cores_probe.py): None
+    unless both carry a probe on the same threads. Its tolerance: half of each probe's own move while
+    its spec was timed (the spec's median lies between its two readings), at least TOLERANCE_FLOOR."""
+    probe_a, probe_b = all_cores_probe.stored(a.telemetry), all_cores_probe.stored(b.telemetry)
+    if probe_a is None or probe_b is None or probe_a.threads != probe_b.threads:
+        return None
+    tolerance = max(math.log1p(TOLERANCE_FLOOR), (probe_a.spread_log + probe_b.spread_log) / 2)
+    return PartShift(probe_a.time_s / probe_b.time_s, tolerance, math.expm1(probe_a.spread_log),
+                     math.expm1(probe_b.spread_log))

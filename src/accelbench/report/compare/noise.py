@@ -183,15 +183,14 @@ def _with_common_shift(band: NoiseBand, centre: float, specs: int, group: str) -
         "in these 2 runs, counted as noise"))
 
 
-def _with_machine(band: NoiseBand, machine: MachineShift, m: Measurement) -> NoiseBand:
-    """The spec's own band widened by what the machine reference (the part its work resembles) cannot
-    rule out: its shift between the runs and its tolerance. Replaces the common-shift rule and the
-    short-call floor."""
-    part = machine.for_spec(m)
-    name = {id(machine.compute): "compute", id(machine.memory): "memory"}.get(id(part), "whole")
-    fraction = math.expm1(math.log1p(band.fraction) + part.allowance_log)
-    return dataclasses.replace(band, fraction=fraction, estimate=None, detail=(
-        f"{band.detail}; plus what the machine reference ({name} part) allows: {part.text()}"))
+def _with_machine(band: NoiseBand, machine: MachineShift, a: Measurement, b: Measurement) -> NoiseBand:
+    """The spec's own band widened by what the machine cannot be ruled out to have done: the shift and
+    tolerance of the reference part its work resembles, plus those of the all-cores probe beside it
+    where both runs took one. Replaces the common-shift rule and the short-call floor."""
+    parts = machine.for_pair(a, b)
+    fraction = math.expm1(math.log1p(band.fraction) + sum(part.allowance_log for part, _ in parts))
+    allows = "; ".join(f"plus what the {name} allows: {part.text()}" for part, name in parts)
+    return dataclasses.replace(band, fraction=fraction, estimate=None, detail=f"{band.detail}; {allows}")
 
 
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
@@ -228,7 +227,7 @@ def bands(pairs: Iterable[tuple[Measurement, Measurement]], history: Mapping[str
         band = history_band(history.get(a.spec.key, []))
         if machine is not None:
             own = band or (pair_band(members[group[0]], group[1], shift_is_noise=False) if group else FLOOR_ONLY)
-            found[a.spec.key] = _with_machine(own, machine, a)
+            found[a.spec.key] = _with_machine(own, machine, a, b)
             continue
         if band is None:
             band = pair_band(members[group[0]], group[1], shift_is_noise=shift_is_noise) if group else FLOOR_ONLY

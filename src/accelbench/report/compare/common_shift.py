@@ -1,0 +1,66 @@
+"""The specs' common shift as a finding of its own: every spec moved together, and not the machine.
+
+A uniform slowdown moves every spec by one factor, but each spec's own band must allow for what
+that spec alone does between identical runs (±15-60% for short calls in small groups), so a 1.3×
+slowdown of every spec can stay within every band. The median of the specs' shifts is far steadier:
+over 11 A/A pairs of `accelbench run matmul stream --rigor quick --device cpu` on the 2-core Zen 4
+VM (21-22 undisturbed specs each, quiet and beside a busy process) it stayed within ±4.7%, while
+the machine reference's own total moved up to 7%.
+
+The shift counts as the code's when the distribution-free 95% interval of that median (order
+statistics of the specs' log ratios, timing/stats.median_ci) lies wholly beyond what the machine
+reference allows (its shift and tolerance) plus FLOOR. Only specs undisturbed in both runs count,
+at least MIN_SPECS of them; without a reference on both runs there is no such finding.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from accelbench.report.compare.machine import MachineShift, ratio_text
+from accelbench.timing import stats
+
+MIN_SPECS = 8     # a median's 95% interval from fewer order statistics spans most of them
+FLOOR = 0.05      # beyond the reference's allowance: A/A medians moved up to 4.7%
+
+
+@dataclass(frozen=True)
+class CommonShift:
+    """The median speed-up of the undisturbed specs (time A / time B) and its 95% interval."""
+
+    ratio: float
+    low: float
+    high: float
+    specs: int
+    allowance: float      # the largest shift identical code may show: exp(machine allowance + FLOOR)
+
+    @property
+    def codes(self) -> bool:
+        """The whole interval lies beyond the allowance: the code moved, not the machine."""
+        return self.high < 1 / self.allowance or self.low > self.allowance
+
+    def slower_beyond(self, fraction: float) -> bool:
+        """The code's shift, a slowdown larger than `fraction` (0.1: 10%)."""
+        return self.codes and self.ratio < 1 / (1 + fraction)
+
+    def text(self) -> str:
+        interval = (f"[{1 / self.high:.2f}–{1 / self.low:.2f}×]" if self.ratio < 1 else
+                    f"[{self.low:.2f}–{self.high:.2f}×]")
+        verdict = ("beyond" if self.codes else "within") + f" the ±{self.allowance - 1:.1%} the machine reference allows"
+        return (f"the specs together: {ratio_text(self.ratio)} {interval} (median of {self.specs} undisturbed "
+                f"specs), {verdict}" + (": the code's" if self.codes else ""))
+
+    def to_dict(self) -> dict:
+        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "specs": self.specs,
+                "allowance": self.allowance, "codes": self.codes, "text": self.text()}
+
+
+def common_shift(speedups: Sequence[float], machine: MachineShift | None) -> CommonShift | None:
+    """From the undisturbed specs' speed-ups; None without a machine reference or with too few specs."""
+    logs = sorted(math.log(x) for x in speedups if x > 0 and math.isfinite(x))
+    if machine is None or len(logs) < MIN_SPECS:
+        return None
+    low, high = stats.median_ci_presorted(logs)
+    allowance = math.exp(machine.total.allowance_log + math.log1p(FLOOR))
+    return CommonShift(math.exp(stats.median(logs)), math.exp(low), math.exp(high), len(logs), allowance)

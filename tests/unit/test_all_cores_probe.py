@@ -1,0 +1,149 @@
+"""The all-cores probe beside each multi-thread CPU result (timing/all_cores_probe.py): taken in a real
+run, stored, exported, and read by `compare`, which sets a 2-thread result's shift against the host's
+all-core speed at that moment: a slowdown the probe beside it shows too is no finding, one it does not
+show is. Through a real SQLite store, `accelbench export` files and the CLI."""
+import copy
+import dataclasses
+import json
+import math
+import random
+
+import pytest
+
+import accelbench
+from accelbench.cli.main import main
+from accelbench.report.compare.machine import probe_shift
+from accelbench.results import Check, Measurement, Spec, Work
+from accelbench.store.db import Store
+from accelbench.store.export import export_runs, write_json
+from accelbench.timing import all_cores_probe, machine_reference
+
+SPECS = [Spec.make("matmul", b, "cpu", n=n, dtype="float32", threads=2)
+         for b in ("numpy", "torch") for n in (128, 256, 512, 1024)]
+MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7", "software": {"numpy": "2.4.6"},
+           "environment": {}, "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC",
+                                                          "properties": {"usable_cpus": 2}}]}}
+PROBE_S = 0.0025
+
+
+def _measurement(spec: Spec, median_s: float, seed: int) -> Measurement:
+    rng = random.Random(seed)
+    n = spec.param("n")
+    probe = all_cores_probe.reading(2, PROBE_S * (1 + 0.005 * rng.random()), PROBE_S * (1 + 0.005 * rng.random()))
+    return Measurement(spec=spec, phases_s={"compute": tuple(median_s * math.exp(0.01 * rng.gauss(0, 1))
+                                                               for _ in range(40))},
+                       first_call_s=median_s, work=Work(flops=2.0 * n**3, bytes_moved=12.0 * n**2),
+                       check=Check(True, 1e-7, 1e-5), threads=2, telemetry={all_cores_probe.KEY: probe})
+
+
+def _export(tmp_path) -> str:
+    reference = machine_reference.record([machine_reference.Reading(at, 0.005 * f, 0.009 * f)
+                                          for at, f in zip(machine_reference.POINTS, (1.0, 1.01, 0.995))])
+    db = str(tmp_path / "r.sqlite")
+    with Store(db) as store:
+        run_id = store.start_run({**MACHINE, machine_reference.KEY: reference}, {"rigor": "quick"})
+        store.add_results(run_id, [_measurement(s, 1e-3 * (i + 1), seed=i) for i, s in enumerate(SPECS)])
+        store.finish_run(run_id, "complete")
+        document = export_runs(store, [run_id])
+    path = str(tmp_path / "a.json")
+    write_json(path, document)
+    return path
+
+
+def _variant(tmp_path, path_a: str, name: str, *, factor: float, probe: float, only: int | None = None,
+             reference: float = 1.0) -> str:
+    """A copy of the export: the timings of spec `only` (every spec: None) × factor, its probe × probe,
+    the run's machine reference × reference."""
+    with open(path_a, encoding="utf-8") as handle:
+        document = json.load(handle)
+    run = copy.deepcopy(document["runs"][0])
+    run["id"] = run["id"][:-6] + "b0b0b0"
+    for i, result in enumerate(run["results"]):
+        if only is None or i == only:
+            result["phases_s"] = {k: [x * factor for x in v] for k, v in result["phases_s"].items()}
+            reading = result["telemetry"][all_cores_probe.KEY]
+            reading["before_s"] *= probe
+            reading["after_s"] *= probe
+    for reading in run["machine"][machine_reference.KEY]["readings"]:
+        for part in ("matmul_s", "memory_s", "total_s"):
+            reading[part] *= reference
+    document["runs"] = [run]
+    path = str(tmp_path / f"{name}.json")
+    write_json(path, document)
+    return path
+
+
+def _gate(capsys, a: str, b: str) -> tuple[int, dict]:
+    code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_slowdown_the_probe_beside_it_shows_too_is_no_change(tmp_path, capsys):
+    a = _export(tmp_path)
+    code, report = _gate(capsys, a, _variant(tmp_path, a, "b", factor=1.4, probe=1.4, only=2))
+    row = next(r for r in report["rows"] if r["spec"] == SPECS[2].to_dict())
+    assert report["counts"]["slower"] == 0 and row["verdict"] == "inconclusive", report["summary"]
+    assert code == 3  # not a pass either: a 1.4× slowdown cannot be ruled out
+    assert "all-cores probe beside this spec allows: 1.40× slower in B" in row["noise"]["detail"]
+
+
+def test_the_same_slowdown_the_probe_does_not_show_is_found(tmp_path, capsys):
+    a = _export(tmp_path)
+    code, report = _gate(capsys, a, _variant(tmp_path, a, "b", factor=1.4, probe=1.0, only=2))
+    assert code == 1 and report["counts"]["slower"] == 1, report["summary"]
+
+
+@pytest.mark.parametrize("factor", [2.0, 1.3])
+def test_a_uniform_slowdown_with_steady_probes_fails_the_gate(tmp_path, capsys, factor):
+    a = _export(tmp_path)
+    code, report = _gate(capsys, a, _variant(tmp_path, a, "b", factor=factor, probe=1.0))
+    assert code == 1 and report["counts"]["slower"] == len(SPECS), report["summary"]
+
+
+def test_a_slower_machine_that_the_reference_and_the_probes_show_is_undecided_and_named(tmp_path, capsys):
+    a = _export(tmp_path)
+    code, report = _gate(capsys, a, _variant(tmp_path, a, "b", factor=2.0, probe=2.0, reference=2.0))
+    assert code == 3 and report["counts"]["slower"] == 0, report["summary"]
+    assert "this machine ran 2.00× slower during B" in report["summary"]
+    # both widen the band: the reference's part and the probe beside the spec
+    detail = report["rows"][0]["noise"]["detail"]
+    assert "machine reference (compute part) allows: 2.00× slower" in detail
+    assert "all-cores probe beside this spec allows: 2.00× slower" in detail
+
+
+def test_a_probe_that_moved_while_its_spec_was_timed_widens_the_band_by_half_its_move():
+    spec = SPECS[0]
+    a = _measurement(spec, 1e-3, 1)
+    moved = all_cores_probe.reading(2, PROBE_S, PROBE_S * 1.3)
+    b = dataclasses.replace(a, telemetry={all_cores_probe.KEY: moved})
+    shift = probe_shift(a, b)
+    assert shift is not None
+    assert shift.speedup == pytest.approx(a.telemetry[all_cores_probe.KEY]["before_s"] / (PROBE_S * math.sqrt(1.3)),
+                                          rel=0.01)
+    assert shift.tolerance_log == pytest.approx(math.log(1.3) / 2, rel=0.05)
+    # another kernel, or other threads, is not compared
+    other = dataclasses.replace(a, telemetry={all_cores_probe.KEY: {**moved, "threads": 4}})
+    assert probe_shift(a, other) is None
+    assert all_cores_probe.stored({all_cores_probe.KEY: {**moved, "kernel": "another"}}) is None
+    assert all_cores_probe.stored({all_cores_probe.KEY: {**moved, "after_s": float("nan")}}) is None
+
+
+def test_only_multi_thread_cpu_results_are_probed(monkeypatch):
+    monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 2)
+    assert all_cores_probe.wanted("cpu", 2) == 2 and all_cores_probe.wanted("cpu", None) == 2
+    assert all_cores_probe.wanted("cpu", 1) is None and all_cores_probe.wanted("opencl:0:0", None) is None
+    monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 1)
+    assert all_cores_probe.wanted("cpu", None) is None
+
+
+def test_a_real_run_stores_a_probe_beside_its_two_thread_result_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 2)
+    db = str(tmp_path / "r.sqlite")
+    results = accelbench.run("matmul", sizes=[128], dtypes="float32", devices="cpu", backends="numpy",
+                             threads=[1, 2], db=db)
+    with Store(db, create=False) as store:
+        stored = {m.threads: m for m in store.results(results.run_id)}
+    assert set(stored) == {1, 2}
+    assert all_cores_probe.KEY not in stored[1].telemetry
+    probe = all_cores_probe.stored(stored[2].telemetry)
+    assert probe is not None and probe.threads == 2 and 0 < probe.time_s < 1.0

@@ -1,0 +1,105 @@
+"""The specs' common shift as a finding (report/compare/common_shift.py): every spec slower together by
+a factor no one spec's band can show is the code's, unless the machine reference moved as much; an A/A
+pair with the same scatter is not. Through a real SQLite store, `accelbench export` files and the CLI."""
+import json
+import math
+import random
+
+import pytest
+
+from accelbench.cli.main import main
+from accelbench.report.compare.common_shift import MIN_SPECS, common_shift
+from accelbench.report.compare.machine import MachineShift, PartShift
+from accelbench.results import Check, Measurement, Spec, Work
+from accelbench.store.db import Store
+from accelbench.store.export import export_runs, write_json
+from accelbench.timing import machine_reference
+
+SPECS = [Spec.make("matmul", "numpy", "cpu", n=n, dtype=d, threads=1) for n in range(64, 64 + 10 * 32, 32)
+         for d in ("float32", "float64")]
+MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7", "software": {"numpy": "2.4.6"},
+           "environment": {}, "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC",
+                                                          "properties": {"usable_cpus": 2}}]}}
+
+
+def _measurement(spec: Spec, median_s: float, rng: random.Random) -> Measurement:
+    n = spec.param("n")
+    return Measurement(spec=spec, phases_s={"compute": tuple(median_s * math.exp(0.01 * rng.gauss(0, 1))
+                                                               for _ in range(40))},
+                       first_call_s=median_s, work=Work(flops=2.0 * n**3, bytes_moved=12.0 * n**2),
+                       check=Check(True, 1e-7, 1e-5))
+
+
+def _export(tmp_path, name: str, factor: float, scatter: float, seed: int, reference: float = 1.0) -> str:
+    """One run: spec i takes 1 ms × (i + 1) × factor × a per-spec scatter (log-normal, `scatter`)."""
+    rng = random.Random(seed)
+    readings = [machine_reference.Reading(at, 0.005 * f * reference, 0.009 * f * reference)
+                for at, f in zip(machine_reference.POINTS, (1.0, 1.01, 0.995))]
+    db = str(tmp_path / f"{name}.sqlite")
+    with Store(db) as store:
+        run_id = store.start_run({**MACHINE, machine_reference.KEY: machine_reference.record(readings)},
+                                 {"rigor": "quick"})
+        store.add_results(run_id, [_measurement(s, 1e-3 * (i + 1) * factor * math.exp(scatter * rng.gauss(0, 1)), rng)
+                                   for i, s in enumerate(SPECS)])
+        store.finish_run(run_id, "complete")
+        document = export_runs(store, [run_id])
+    path = str(tmp_path / f"{name}.json")
+    write_json(path, document)
+    return path
+
+
+def _gate(capsys, a: str, b: str) -> tuple[int, dict]:
+    code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_every_spec_slower_together_fails_the_gate_though_no_spec_alone_clears_its_band(tmp_path, capsys):
+    a = _export(tmp_path, "a", 1.0, 0.12, seed=1)
+    code, report = _gate(capsys, a, _export(tmp_path, "b", 1.3, 0.12, seed=2))
+    assert report["counts"]["slower"] == 0  # each spec's own scatter (±12%) gives it a wide band
+    assert code == 1 and report["fail_if_slower"]["common_shift_failed"], report["summary"]
+    assert report["code_shift"]["codes"] and report["code_shift"]["ratio"] == pytest.approx(1 / 1.3, rel=0.12)
+    assert "the specs together: 1." in report["fail_if_slower"]["text"] and "the code's" in report["summary"]
+    assert "no change beyond run-to-run noise" not in report["summary"]
+
+
+def test_the_same_scatter_without_a_slowdown_is_no_finding(tmp_path, capsys):
+    a = _export(tmp_path, "a", 1.0, 0.12, seed=1)
+    code, report = _gate(capsys, a, _export(tmp_path, "b", 1.0, 0.12, seed=2))
+    assert code == 3 and not report["code_shift"]["codes"], report["summary"]
+    assert "within the ±" in report["code_shift"]["text"]
+
+
+def test_a_slowdown_the_machine_reference_shows_too_is_not_the_codes(tmp_path, capsys):
+    a = _export(tmp_path, "a", 1.0, 0.12, seed=1)
+    code, report = _gate(capsys, a, _export(tmp_path, "b", 1.3, 0.12, seed=2, reference=1.3))
+    assert code == 3 and not report["code_shift"]["codes"], report["summary"]
+    assert report["machine_reference"]["text"] == "1.30× slower" and "the machine reference allows" in report["summary"]
+
+
+def _machine(shift: float, tolerance: float = math.log1p(0.03)) -> MachineShift:
+    part = PartShift(shift, tolerance, 0.01, 0.01)
+    return MachineShift(part, part, part, (3, 3))
+
+
+def test_the_finding_needs_a_reference_and_enough_specs():
+    slower = [1 / 1.3] * 20
+    assert common_shift(slower, None) is None
+    assert common_shift(slower[:MIN_SPECS - 1], _machine(1.0)) is None
+    found = common_shift(slower[:MIN_SPECS], _machine(1.0))
+    assert found is not None and found.codes and found.slower_beyond(0.1) and not found.slower_beyond(0.35)
+
+
+def test_its_two_error_rates_on_synthetic_pairs():
+    """A/A pairs of 20 specs each scattering ±10% (log-normal) between runs: the finding is made in at
+    most 1% of 2,000; a uniform 1.3× slowdown with the same scatter is found in at least 99%."""
+    rng = random.Random(20261205)
+
+    def found(factor: float) -> bool:
+        ratios = [math.exp(0.1 * rng.gauss(0, 1)) / factor for _ in range(20)]
+        shift = common_shift(ratios, _machine(math.exp(0.01 * rng.gauss(0, 1))))
+        return shift is not None and shift.codes
+
+    false_changes = sum(found(1.0) for _ in range(2000)) / 2000
+    detected = sum(found(1.3) for _ in range(2000)) / 2000
+    assert false_changes <= 0.01 and detected >= 0.99, (false_changes, detected)
