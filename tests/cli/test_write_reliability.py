@@ -175,12 +175,16 @@ def test_a_run_under_a_narrow_output_encoding_ends_normally(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("pyopencl") is None, reason="the OpenCL probe needs pyopencl")
 def test_an_llvm_abort_in_the_opencl_probe_does_not_end_the_command(tmp_path):
     env = {**os.environ, "POCL_CACHE_DIR": str(tmp_path / "pocl"), "ACCELBENCH_DB": str(tmp_path / "r.sqlite")}
-    info = _cli("info", "--json", env=env, shell_prefix="ulimit -f 1024;")
+    # 16 KiB: every PoCL writes a fresh kernel cache past it (the probe kernel's program.bc alone is
+    # ~35 KB); 1 MiB was passed on Zen 4 but not on Zen 5, where Debian's PoCL takes a prebuilt
+    # kernel library and writes 64 KB in all. `info` itself writes no file.
+    info = _cli("info", "--json", env=env, shell_prefix="ulimit -f 16;")
     assert info.returncode == 0, info.stderr
     devices = [d for d in json.loads(info.stdout)["devices"] if d["id"].startswith("opencl:")]
     failures = [d["properties"].get("kernel_build_failure") or "" for d in devices]
-    # a fresh kernel cache must be written, past the limit: LLVM aborts, in the child only
-    assert failures and all(f.startswith("the OpenCL probe aborted: ") or "PoCL" in f for f in failures), failures
+    # LLVM aborts or exits on the failed write, in the child only, and the device says so
+    assert failures and all(f.startswith(("the OpenCL probe aborted: ", "the OpenCL probe failed: "))
+                            or "PoCL" in f for f in failures), failures
     run = _cli("run", "reduce", "--backend", "numpy", "--device", "cpu", "--sizes", "100000", env=env,
                shell_prefix="ulimit -f 1024;")
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
