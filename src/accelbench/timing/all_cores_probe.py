@@ -1,13 +1,13 @@
 """An all-cores probe beside each multi-thread CPU result: the host's own speed on all its cores, then.
 
 A shared VM has phases, lasting seconds, in which work on all cores slows while work on one core
-does not (measured on a 2-core Zen 4 VM: numpy on 2 threads 1.2-1.45× slower for ~20 s at a time,
+does not (on 2-core AMD VMs, Zen 4 and Zen 5: numpy on 2 threads 1.2-1.45× slower for 20-60 s at a time,
 its two vCPUs' cache-line round trip 330-360 ns instead of 55-90 ns; one-thread numpy unmoved). The
 run's machine reference (timing/machine_reference.py) is one thread at three moments, so it cannot
 see them, and `compare` called the next run's 2-thread results faster or slower. This probe times a
 fixed kernel on the same number of threads just before and just after each such result is timed,
 so `compare` can set the result's shift against the host's at that moment (compare/machine.py).
-Measured over 4 minutes of alternating probe and numpy matmul n=512 on 2 threads: 11% of the
+Measured on the Zen 5 VM over 4 minutes of alternating probe and numpy matmul n=512 on 2 threads: 11% of the
 matmul's readings were more than 15% off its median; divided by the probe's, 3%.
 
 The kernel: 8 products of 256×256 float64 on `threads` BLAS threads, median of REPEATS timings

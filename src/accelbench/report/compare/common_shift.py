@@ -3,9 +3,9 @@
 A uniform slowdown moves every spec by one factor, but each spec's own band must allow for what
 that spec alone does between identical runs (±15-60% for short calls in small groups), so a 1.3×
 slowdown of every spec can stay within every band. The median of the specs' shifts is far steadier:
-over 11 A/A pairs of `accelbench run matmul stream --rigor quick --device cpu` on the 2-core Zen 4
-VM (21-22 undisturbed specs each, quiet and beside a busy process) it stayed within ±4.7%, while
-the machine reference's own total moved up to 7%.
+over 8 quiet A/A pairs of `accelbench run matmul stream --rigor quick --device cpu` on a 2-core
+AMD Zen 5 VM (21-22 undisturbed specs each) it stayed within ±4.7%, while the machine reference's
+own total moved up to 6%.
 
 The shift counts as the code's when the distribution-free 95% interval of that median (order
 statistics of the specs' log ratios, timing/stats.median_ci) lies wholly beyond what the machine
