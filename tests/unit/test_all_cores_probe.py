@@ -2,27 +2,21 @@
 run, stored, exported, and read by `compare`, which sets a 2-thread result's shift against the host's
 all-core speed at that moment: a slowdown the probe beside it shows too is no finding, one it does not
 show is. Through a real SQLite store, `accelbench export` files and the CLI."""
-import copy
 import dataclasses
-import json
 import math
 import random
 
 import pytest
 
 import accelbench
-from accelbench.cli.main import main
 from accelbench.report.compare.machine import probe_shift
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.store.db import Store
-from accelbench.store.export import export_runs, write_json
-from accelbench.timing import all_cores_probe, machine_reference
+from accelbench.timing import all_cores_probe
+from compare_exports import export_run, gate, scaled_copy
 
 SPECS = [Spec.make("matmul", b, "cpu", n=n, dtype="float32", threads=2)
          for b in ("numpy", "torch") for n in (128, 256, 512, 1024)]
-MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7", "software": {"numpy": "2.4.6"},
-           "environment": {}, "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC",
-                                                          "properties": {"usable_cpus": 2}}]}}
 PROBE_S = 0.0025
 
 
@@ -37,45 +31,16 @@ def _measurement(spec: Spec, median_s: float, seed: int) -> Measurement:
 
 
 def _export(tmp_path) -> str:
-    reference = machine_reference.record([machine_reference.Reading(at, 0.005 * f, 0.009 * f)
-                                          for at, f in zip(machine_reference.POINTS, (1.0, 1.01, 0.995))])
-    db = str(tmp_path / "r.sqlite")
-    with Store(db) as store:
-        run_id = store.start_run({**MACHINE, machine_reference.KEY: reference}, {"rigor": "quick"})
-        store.add_results(run_id, [_measurement(s, 1e-3 * (i + 1), seed=i) for i, s in enumerate(SPECS)])
-        store.finish_run(run_id, "complete")
-        document = export_runs(store, [run_id])
-    path = str(tmp_path / "a.json")
-    write_json(path, document)
-    return path
+    return export_run(tmp_path, "a", [_measurement(s, 1e-3 * (i + 1), seed=i) for i, s in enumerate(SPECS)])
 
 
-def _variant(tmp_path, path_a: str, name: str, *, factor: float, probe: float, only: int | None = None,
-             reference: float = 1.0) -> str:
-    """A copy of the export: the timings of spec `only` (every spec: None) × factor, its probe × probe,
-    the run's machine reference × reference."""
-    with open(path_a, encoding="utf-8") as handle:
-        document = json.load(handle)
-    run = copy.deepcopy(document["runs"][0])
-    run["id"] = run["id"][:-6] + "b0b0b0"
-    for i, result in enumerate(run["results"]):
-        if only is None or i == only:
-            result["phases_s"] = {k: [x * factor for x in v] for k, v in result["phases_s"].items()}
-            reading = result["telemetry"][all_cores_probe.KEY]
-            reading["before_s"] *= probe
-            reading["after_s"] *= probe
-    for reading in run["machine"][machine_reference.KEY]["readings"]:
-        for part in ("matmul_s", "memory_s", "total_s"):
-            reading[part] *= reference
-    document["runs"] = [run]
-    path = str(tmp_path / f"{name}.json")
-    write_json(path, document)
-    return path
+def _variant(tmp_path, path_a: str, name: str, **scaling) -> str:
+    return scaled_copy(tmp_path, path_a, name, **scaling)
 
 
 def _gate(capsys, a: str, b: str) -> tuple[int, dict]:
-    code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    code, report, _ = gate(capsys, a, b)
+    return code, report
 
 
 def test_a_slowdown_the_probe_beside_it_shows_too_is_no_change(tmp_path, capsys):

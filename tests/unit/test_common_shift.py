@@ -1,25 +1,18 @@
 """The specs' common shift as a finding (report/compare/common_shift.py): every spec slower together by
 a factor no one spec's band can show is the code's, unless the machine reference moved as much; an A/A
 pair with the same scatter is not. Through a real SQLite store, `accelbench export` files and the CLI."""
-import json
 import math
 import random
 
 import pytest
 
-from accelbench.cli.main import main
 from accelbench.report.compare.common_shift import MIN_SPECS, common_shift
 from accelbench.report.compare.machine import MachineShift, PartShift
 from accelbench.results import Check, Measurement, Spec, Work
-from accelbench.store.db import Store
-from accelbench.store.export import export_runs, write_json
-from accelbench.timing import machine_reference
+from compare_exports import export_run, gate
 
 SPECS = [Spec.make("matmul", "numpy", "cpu", n=n, dtype=d, threads=1) for n in range(64, 64 + 10 * 32, 32)
          for d in ("float32", "float64")]
-MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7", "software": {"numpy": "2.4.6"},
-           "environment": {}, "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC",
-                                                          "properties": {"usable_cpus": 2}}]}}
 
 
 def _measurement(spec: Spec, median_s: float, rng: random.Random) -> Measurement:
@@ -33,24 +26,13 @@ def _measurement(spec: Spec, median_s: float, rng: random.Random) -> Measurement
 def _export(tmp_path, name: str, factor: float, scatter: float, seed: int, reference: float = 1.0) -> str:
     """One run: spec i takes 1 ms × (i + 1) × factor × a per-spec scatter (log-normal, `scatter`)."""
     rng = random.Random(seed)
-    readings = [machine_reference.Reading(at, 0.005 * f * reference, 0.009 * f * reference)
-                for at, f in zip(machine_reference.POINTS, (1.0, 1.01, 0.995))]
-    db = str(tmp_path / f"{name}.sqlite")
-    with Store(db) as store:
-        run_id = store.start_run({**MACHINE, machine_reference.KEY: machine_reference.record(readings)},
-                                 {"rigor": "quick"})
-        store.add_results(run_id, [_measurement(s, 1e-3 * (i + 1) * factor * math.exp(scatter * rng.gauss(0, 1)), rng)
-                                   for i, s in enumerate(SPECS)])
-        store.finish_run(run_id, "complete")
-        document = export_runs(store, [run_id])
-    path = str(tmp_path / f"{name}.json")
-    write_json(path, document)
-    return path
+    return export_run(tmp_path, name, [_measurement(s, 1e-3 * (i + 1) * factor * math.exp(scatter * rng.gauss(0, 1)), rng)
+                                       for i, s in enumerate(SPECS)], reference=reference)
 
 
 def _gate(capsys, a: str, b: str) -> tuple[int, dict]:
-    code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    code, report, _ = gate(capsys, a, b)
+    return code, report
 
 
 def test_every_spec_slower_together_fails_the_gate_though_no_spec_alone_clears_its_band(tmp_path, capsys):

@@ -1,7 +1,6 @@
 """compare has power, and says how much: a uniform slowdown is found unless the machine reference shows
 it too; --fail-if-slower says failed (1), passed (0) or could not be decided (3). Through a real SQLite
 store, `accelbench export` files and the CLI, as CI uses it."""
-import copy
 import json
 import math
 import random
@@ -13,16 +12,14 @@ from accelbench.report.compare.compare import ci_text
 from accelbench.report.compare.machine import ratio_text
 from accelbench.results import Check, Measurement, Spec, Work
 from accelbench.store.db import Store
-from accelbench.store.export import export_runs, import_document, write_json
+from accelbench.store.export import import_document
 from accelbench.timing import machine_reference
 from accelbench.timing.stats import RatioCI
+from compare_exports import export_run, gate, reference_record, scaled_copy
 
 SPECS = ([Spec.make("matmul", "numpy", "cpu", n=n, dtype=d, threads=1) for n in (64, 128, 256) for d in
           ("float32", "float64")] + [Spec.make("stream", "numpy", "cpu", kernel=k, n=2**16, dtype="float64")
                                     for k in ("copy", "triad")])
-MACHINE = {"hostname": "node1", "os": "Linux 6.1", "python": "3.11.7", "software": {"numpy": "2.4.6"},
-           "environment": {"OMP_NUM_THREADS": "1"},
-           "inventory": {"devices": [{"id": "cpu", "name": "AMD EPYC", "properties": {"usable_cpus": 2}}]}}
 
 
 def _samples(median_s: float, seed: int, n: int = 40) -> tuple[float, ...]:
@@ -37,49 +34,18 @@ def _measurement(spec: Spec, median_s: float, seed: int) -> Measurement:
                        work=Work(flops=flops, bytes_moved=moved), check=Check(True, 1e-7, 1e-5))
 
 
-def _reference() -> dict:
-    """Three readings 1% apart, as a quiet machine gives."""
-    return machine_reference.record([machine_reference.Reading(at, 0.005 * f, 0.009 * f)
-                                     for at, f in zip(machine_reference.POINTS, (1.0, 1.01, 0.995))])
-
-
 def _export(tmp_path, *, reference: bool = True) -> str:
     """One run of short calls (0.2-1.6 ms) stored in a real database, exported as CI would."""
-    db = str(tmp_path / "r.sqlite")
-    machine = {**MACHINE, **({machine_reference.KEY: _reference()} if reference else {})}
-    with Store(db) as store:
-        run_id = store.start_run(machine, {"rigor": "quick"})
-        store.add_results(run_id, [_measurement(s, 2e-4 * (i + 1), seed=i) for i, s in enumerate(SPECS)])
-        store.finish_run(run_id, "complete")
-        document = export_runs(store, [run_id])
-    path = str(tmp_path / "a.json")
-    write_json(path, document)
-    return path
+    return export_run(tmp_path, "a", [_measurement(s, 2e-4 * (i + 1), seed=i) for i, s in enumerate(SPECS)],
+                      reference=1.0 if reference else None)
 
 
 def _variant(tmp_path, path_a: str, name: str, *, factor: float = 1.0, reference: float = 1.0,
              only: int | None = None) -> str:
-    """A copy of the export (another run id), its timings × factor, its machine reference × `reference`."""
-    with open(path_a, encoding="utf-8") as handle:
-        document = json.load(handle)
-    run = copy.deepcopy(document["runs"][0])
-    run["id"] = run["id"][:-6] + "b0b0b0"
-    for i, result in enumerate(run["results"]):
-        if only is None or i == only:
-            result["phases_s"] = {k: [x * factor for x in v] for k, v in result["phases_s"].items()}
-    for reading in (run["machine"].get(machine_reference.KEY) or {}).get("readings", []):
-        for part in ("matmul_s", "memory_s", "total_s"):
-            reading[part] *= reference
-    document["runs"] = [run]
-    path = str(tmp_path / f"{name}.json")
-    write_json(path, document)
-    return path
+    return scaled_copy(tmp_path, path_a, name, factor=factor, reference=reference, only=only)
 
 
-def _gate(capsys, a: str, b: str) -> tuple[int, dict, str]:
-    code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out), captured.err
+_gate = gate
 
 
 @pytest.mark.parametrize("factor", [2.0, 1.3])
@@ -138,7 +104,7 @@ def test_the_reference_travels_through_export_and_import(tmp_path):
     with Store(str(tmp_path / "other.sqlite")) as store:
         [run_id] = import_document(store, document)
         stored = store.machine(run_id)[machine_reference.KEY]
-    assert stored == _reference() and machine_reference.stored({machine_reference.KEY: stored}).readings == 3
+    assert stored == reference_record() and machine_reference.stored({machine_reference.KEY: stored}).readings == 3
 
 
 def test_the_kernel_measures_and_is_read_back():
