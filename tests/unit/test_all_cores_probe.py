@@ -3,6 +3,7 @@ run, stored, exported, and read by `compare`, which sets a 2-thread result's shi
 all-core speed at that moment: a slowdown the probe beside it shows too is no finding, one it does not
 show is. Through a real SQLite store, `accelbench export` files and the CLI."""
 import dataclasses
+import importlib.util
 import math
 import random
 
@@ -93,12 +94,12 @@ def test_a_probe_that_moved_while_its_spec_was_timed_widens_the_band_by_half_its
     assert all_cores_probe.stored({all_cores_probe.KEY: {**moved, "after_s": float("nan")}}) is None
 
 
-def test_only_multi_thread_cpu_results_are_probed(monkeypatch):
+def test_only_multi_thread_results_on_the_host_cpu_are_probed(monkeypatch):
     monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 2)
-    assert all_cores_probe.wanted("cpu", 2) == 2 and all_cores_probe.wanted("cpu", None) == 2
-    assert all_cores_probe.wanted("cpu", 1) is None and all_cores_probe.wanted("opencl:0:0", None) is None
+    assert all_cores_probe.wanted(True, 2) == 2 and all_cores_probe.wanted(True, None) == 2
+    assert all_cores_probe.wanted(True, 1) is None and all_cores_probe.wanted(False, None) is None
     monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 1)
-    assert all_cores_probe.wanted("cpu", None) is None
+    assert all_cores_probe.wanted(True, None) is None
 
 
 def test_a_real_run_stores_a_probe_beside_its_two_thread_result_only(tmp_path, monkeypatch):
@@ -112,3 +113,20 @@ def test_a_real_run_stores_a_probe_beside_its_two_thread_result_only(tmp_path, m
     assert all_cores_probe.KEY not in stored[1].telemetry
     probe = all_cores_probe.stored(stored[2].telemetry)
     assert probe is not None and probe.threads == 2 and 0 < probe.time_s < 1.0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyopencl") is None, reason="needs pyopencl and a PoCL")
+def test_an_opencl_device_on_the_host_cpu_is_probed_and_a_single_thread_result_is_not(tmp_path, monkeypatch):
+    from accelbench.devices.inventory import collect_inventory
+
+    monkeypatch.setattr(all_cores_probe, "open_cores", lambda: 2)
+    hosted = [d.id for d in collect_inventory().devices if d.on_host_cpu]
+    if not hosted:
+        pytest.skip("no OpenCL CPU device here")
+    db = str(tmp_path / "r.sqlite")
+    results = accelbench.run("reduce", sizes=[1 << 16], dtypes="float32", devices=["cpu", hosted[0]],
+                             backends=["numpy", "pyopencl"], threads=[1], db=db)
+    with Store(db, create=False) as store:
+        stored = {m.spec.device: m for m in store.results(results.run_id)}
+    assert all_cores_probe.stored(stored[hosted[0]].telemetry) is not None
+    assert all_cores_probe.KEY not in stored["cpu"].telemetry

@@ -112,7 +112,8 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     sync = [VerdictReason(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
-        probe_threads = all_cores_probe.wanted(spec.device, item.threads)
+        on_host = spec.device == "cpu" or bool(getattr(trust.devices.get(spec.device), "on_host_cpu", False))
+        probe_threads = all_cores_probe.wanted(on_host, item.threads)
         before_s = all_cores_probe.safely(probe_threads)  # the host's all-core speed now (compare reads it)
         measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
         measurement = _with_probe(measurement, all_cores_probe.reading(

@@ -32,10 +32,11 @@ BUDGET_S = 0.1       # a reading stops after this long (beside a busy process a 
 SEED = 20261205
 
 
-def wanted(device: str, threads: int | None) -> int | None:
-    """The threads to probe with for a result on `device` run with `threads` (None: no probe): CPU
-    results on more than one thread, on a machine with more than one core open to us."""
-    if device != "cpu":
+def wanted(on_host_cpu: bool, threads: int | None) -> int | None:
+    """The threads to probe with for a result run with `threads` (None: all it is given) on a device
+    that is (`on_host_cpu`) or is not the host's own cores (None: no probe): results on more than one
+    thread, the CPU's own and an OpenCL CPU device's, on a machine with more than one core open to us."""
+    if not on_host_cpu:
         return None
     cores = open_cores()
     count = cores if threads is None else threads
