@@ -142,10 +142,12 @@ def test_rounds_run_in_a_balanced_order():
     assert "".join(seen) == "AABBBBAAAABBBBAA"
 
 
-def test_a_short_block_is_preceded_by_untimed_calls_that_fill_its_own_duration():
-    assert pairing.warm_calls_for(12, 185e-6) == 12              # the whole block: 2.2 ms
-    assert pairing.warm_calls_for(100, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)  # capped
-    assert pairing.warm_calls_for(2, 0.010) == 1                  # long calls: one
+def test_a_block_is_preceded_by_untimed_calls_that_fill_the_warm_time():
+    # WARM_S of calls whatever the block's length: a short block is no shorter wake-up
+    assert pairing.warm_calls_for(12, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)
+    assert pairing.warm_calls_for(100, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)
+    assert pairing.warm_calls_for(3, 0.0047) == math.ceil(pairing.WARM_S / 0.0047) >= 4  # jax, n=1000
+    assert pairing.warm_calls_for(2, 0.050) == 1                  # a call longer than WARM_S: one
     assert pairing.warm_calls_for(5, 0.0) == 1
     seen = []
     side = pairing.TimedSide(lambda: seen.append("call"), lambda: seen.append("sync"), calls=2, warm_calls=3)

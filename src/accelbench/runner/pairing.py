@@ -54,7 +54,7 @@ PAIRS = {"quick": 8, "standard": 16, "rigorous": 32}   # rounds per group, by ri
 SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
 # a group whose rounds would pass the budget still gets MIN_PAIRS rounds if they fit in this many budgets
 STRETCH = 4.0
-WARM_S = 0.005   # untimed calls before a block fill at most this long: a scheduler tick or more
+WARM_S = 0.03    # untimed calls before a block fill at least this long (one call where a call is longer)
 MEMORY_FRACTION = 0.4  # a part's inputs together must fit in this share of the host's memory
 
 
@@ -133,12 +133,14 @@ def block_calls(m: Measurement, phase: str) -> int:
 
 
 def warm_calls_for(calls: int, per_call_s: float) -> int:
-    """Untimed calls before a paired block: as many as fill the block's own duration, at most
-    WARM_S of them. A short block after a settle otherwise carries the wake-up (numpy on 2 threads,
-    n=256, 12 calls of 185 µs, ran 1.5× its own time after one warm call on a quiet Zen 4 VM)."""
+    """Untimed calls before a paired block: as many as fill WARM_S, whatever the block's own length
+    (`calls`, kept for callers). A block after a settle otherwise carries the wake-up: numpy on 2
+    threads, n=256, 12 calls of 185 µs, ran 1.5× its own time after one warm call on a quiet Zen 4 VM;
+    on a Zen 5 VM jax at n=1000 (3 calls of 4.7 ms) after a numpy block ran 1.3-2× its own time in 5-14
+    of 32 blocks after 5-9 ms of warm calls, in 0-4 of 32 after 19-28 ms (tests/unit/test_pairing.py)."""
     if per_call_s <= 0 or not math.isfinite(per_call_s):
         return 1
-    return max(1, min(calls, math.ceil(WARM_S / per_call_s)))
+    return max(1, math.ceil(WARM_S / per_call_s))
 
 
 def group_key(m: Measurement) -> tuple:
