@@ -121,3 +121,21 @@ def test_the_measurements_use_no_more_cpus_than_slurm_gave_the_job():
     assert usable_cpus({"SLURM_CPUS_ON_NODE": "1"}, {0, 1}, 2) == (1, "1 of 2 CPUs given (SLURM_CPUS_ON_NODE=1)")
     assert usable_cpus({"SLURM_CPUS_ON_NODE": "4"}, {0, 1}, 8)[0] == 2  # a narrower affinity: cpu.affinity says so
     assert usable_cpus({}, {0, 1, 2}, 4) == (3, "3 of 4 CPUs usable")
+
+
+def test_a_forced_openblas_coretype_older_than_the_cpu_is_named():
+    avx512 = {"avx2", "fma", "avx512f", "avx512bw"}
+    found = cpu_config.blas_kernel_finding({"OPENBLAS_CORETYPE": "Haswell"}, avx512)
+    assert found.status == WARN and "OPENBLAS_CORETYPE=Haswell" in found.summary and "AVX-512" in found.summary
+    # the CPU's own choice, a core type with AVX-512, or a CPU without it: nothing to say
+    assert cpu_config.blas_kernel_finding({}, avx512).status == PASS
+    assert cpu_config.blas_kernel_finding({"OPENBLAS_CORETYPE": "SkylakeX"}, avx512).status == PASS
+    assert cpu_config.blas_kernel_finding({"OPENBLAS_CORETYPE": "Haswell"}, {"avx2", "fma"}).status == PASS
+
+
+def test_the_coretype_finding_reads_the_flags_of_a_recorded_machine(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512vl\n\n")
+    found = {f.check: f for f in cpu_config.config_findings(SysReader(str(tmp_path)), {"OPENBLAS_CORETYPE": "Zen"},
+                                                            {0}, 1)}
+    assert found["cpu.blas_kernels"].status == WARN

@@ -1,4 +1,4 @@
-"""How the CPU is configured for this process: quota, affinity, frequency governor and turbo.
+"""How the CPU is configured for this process: quota, affinity, frequency governor, turbo, BLAS kernels.
 
 These are the commonest faults of a shared node and need no measurement: a job or container CPU
 quota, an affinity narrower than the cores the job was given, a power-saving governor, turbo off.
@@ -175,6 +175,30 @@ def turbo_finding(reader: SysReader) -> HealthFinding:
                    source=CONFIG, detail=where)
 
 
+# OpenBLAS core types whose kernels use no AVX-512 (OpenBLAS's TargetList.txt, x86_64)
+NO_AVX512_CORETYPES = {"prescott", "core2", "penryn", "dunnington", "nehalem", "sandybridge", "haswell", "atom",
+                       "bulldozer", "piledriver", "steamroller", "excavator", "opteron", "barcelona", "zen", "nano"}
+
+
+def blas_kernel_finding(environ: Mapping[str, str], cpu_flags: set[str]) -> HealthFinding:
+    """OPENBLAS_CORETYPE forcing kernels older than the CPU: on a 2-core Zen 5 VM whose image set
+    OPENBLAS_CORETYPE=Haswell, numpy's float32 matmul at n=1000 took 15.6 ms on one thread against
+    8.2 ms with OpenBLAS's own choice (SkylakeX), so numpy read 1.9× slower than jax there."""
+    forced = environ.get("OPENBLAS_CORETYPE", "").strip()
+    if not forced:
+        return finding("cpu.blas_kernels", "cpu", PASS, "OpenBLAS picks its kernels for this CPU (no OPENBLAS_CORETYPE)",
+                       source=CONFIG)
+    if "avx512f" in cpu_flags and forced.lower() in NO_AVX512_CORETYPES:
+        return finding("cpu.blas_kernels", "cpu", WARN,
+                       f"OPENBLAS_CORETYPE={forced} makes OpenBLAS (numpy's BLAS) use kernels without AVX-512 on a "
+                       "CPU that has it: its matmul may run at about half the speed the CPU can reach, and numpy "
+                       "reads slower than frameworks with their own kernels; unset it unless this OpenBLAS "
+                       "does not know the CPU", measured=forced, expected="unset (OpenBLAS's own choice)",
+                       source=CONFIG, detail="OPENBLAS_CORETYPE in the environment; avx512f in /proc/cpuinfo")
+    return finding("cpu.blas_kernels", "cpu", PASS, f"OPENBLAS_CORETYPE={forced} (set in the environment)",
+                   measured=forced, source=CONFIG)
+
+
 def live_affinity() -> set[int]:
     try:
         return set(os.sched_getaffinity(0))
@@ -186,4 +210,11 @@ def config_findings(reader: SysReader, environ: Mapping[str, str], affinity: set
                     cpu_count: int) -> list[HealthFinding]:
     given, source = cores_given(environ, cpu_count)
     return [quota_finding(reader, min(given, len(affinity)) if not slurm_cpus(environ) else given, source),
-            affinity_finding(environ, affinity, cpu_count), governor_finding(reader), turbo_finding(reader)]
+            affinity_finding(environ, affinity, cpu_count), governor_finding(reader), turbo_finding(reader),
+            blas_kernel_finding(environ, _cpu_flags(reader))]
+
+
+def _cpu_flags(reader: SysReader) -> set[str]:
+    text = reader.text("proc/cpuinfo") or ""
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
