@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from accelbench.devices.cpu import parse_cpuinfo
 from accelbench.devices.sysfs import SysReader, parse_cpu_list
 from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
 
@@ -215,6 +216,4 @@ def config_findings(reader: SysReader, environ: Mapping[str, str], affinity: set
 
 
 def _cpu_flags(reader: SysReader) -> set[str]:
-    text = reader.text("proc/cpuinfo") or ""
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
+    return set((parse_cpuinfo(reader.text("proc/cpuinfo") or "").get("flags") or "").split())

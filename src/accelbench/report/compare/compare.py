@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from statistics import NormalDist
 
 from accelbench.report.compare import metadata
@@ -289,10 +290,11 @@ class Comparison:
         if self.geomean is not None and any(r.survives_noise() for r in self.rows):
             line += (f"; geometric mean {ci_text(self.geomean)} counting only changes "
                      f"beyond run-to-run noise ({every_text})")
-        elif every is not None and not (self.code_shift() and self.code_shift().codes):  # type: ignore[union-attr]
+        elif every is not None and not (self.code_shift is not None and self.code_shift.codes):
             line += f"; no change beyond run-to-run noise: geometric mean 1.00× ({every_text})"
         return line + f"; {line_machine}" + ("" if self.same_machine else f" — {self.scope}")
 
+    @cached_property
     def code_shift(self) -> CommonShift | None:
         """The undisturbed specs' common shift set against the machine reference (compare/common_shift.py)."""
         return common_shift([r.speedup.ratio for r in self.rows if r.counted and r.speedup is not None
@@ -300,7 +302,7 @@ class Comparison:
 
     def machine_text(self) -> str:
         """What the machine reference says about the pair's common shift (or that there is none)."""
-        found = self.code_shift()
+        found = self.code_shift
         return self._reference_text() + ("" if found is None else f"; {found.text()}")
 
     def _reference_text(self) -> str:
@@ -329,7 +331,7 @@ class Comparison:
             "machine_text": self.machine_text(),
             "common_shift": self.common_shift,
             "common_shift_text": None if self.common_shift is None else ratio_text(self.common_shift),
-            "code_shift": None if self.code_shift() is None else self.code_shift().to_dict(),  # type: ignore[union-attr]
+            "code_shift": None if self.code_shift is None else self.code_shift.to_dict(),
             "rows": [r.to_dict() for r in self.rows],
             "only_in_a": [s.to_dict() for s in self.only_a], "only_in_b": [s.to_dict() for s in self.only_b],
             "metadata_differences": [d.to_dict() for d in self.differences],

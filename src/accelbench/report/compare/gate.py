@@ -29,7 +29,7 @@ class Gate:
     def shifted(self) -> bool:
         """Every undisturbed spec moved together by a slowdown beyond PCT that the machine reference does
         not show (compare/common_shift.py): the gate fails though no one spec's band was cleared."""
-        found = self.comparison.code_shift()
+        found = self.comparison.code_shift
         return found is not None and found.slower_beyond(self.percent / 100)
 
     @property
@@ -46,7 +46,7 @@ class Gate:
             return (f"--fail-if-slower {self.percent:g}: FAILED, {len(self.failing)} spec(s) significantly slower "
                     f"by more than {self.percent:g}%, beyond run-to-run noise")
         if self.shifted:
-            return (f"--fail-if-slower {self.percent:g}: FAILED, {self.comparison.code_shift().text()}"  # type: ignore[union-attr]
+            return (f"--fail-if-slower {self.percent:g}: FAILED, {self.comparison.code_shift.text()}"  # type: ignore[union-attr]
                     f", a slowdown beyond {self.percent:g}%")
         if not self.undecided:
             return (f"--fail-if-slower {self.percent:g}: passed, a slowdown beyond {self.percent:g}% is ruled out for "
