@@ -41,7 +41,7 @@ def speedup_dict(ratio: SpeedupCI | None) -> dict[str, Any] | None:
     return finite({"ratio": ratio.ratio, "ci_low": ratio.low, "ci_high": ratio.high,
                    "confidence": ratio.confidence, "verdict": ratio.verdict(), "paired": ratio.paired,
                    "pairs": ratio.pairs, "method": ratio.method, "text": phrase(ratio),
-                   "contaminated": ratio.contaminated})
+                   "contaminated": ratio.contaminated, "load_moved": ratio.load_moved})
 
 
 def derived_figures(row: Row) -> dict[str, Any]:

@@ -271,8 +271,9 @@ def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:
     """'3.10× faster [2.90–3.30, 8 pairs] than WHOM', '4.00× slower [3.80–4.20, 8 pairs] than WHOM',
     'no clear difference from WHOM (0.98× [0.90–1.07], 8 pairs)': report/ratio_text.py's convention."""
     basis = f"{ratio.pairs} pairs" if ratio.paired else "unpaired"
-    if ratio.contaminated:
-        return f"not decided{f' against {whom}' if whom else ''} ({ratio.ratio:.2f}×, {basis}: {ratio.contaminated})"
+    if ratio.contaminated or ratio.withheld:
+        why = ratio.contaminated or ratio.load_moved
+        return f"not decided{f' against {whom}' if whom else ''} ({ratio.ratio:.2f}×, {basis}: {why})"
     text = ratio_text.phrase(ratio)
     if ratio_text.oriented(ratio).directed:
         return f"{text[:-1]}, {basis}{text[-1]}" + (f" than {whom}" if whom else "")

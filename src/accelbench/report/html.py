@@ -180,7 +180,7 @@ def _warnings_note(row: Row) -> str:
     warnings = [w for w in m.warnings if not any(reason in w for reason in m.verdict_reasons)]
     parts += ["warnings: " + " · ".join(esc(w) for w in warnings)] if warnings else []
     for label, ratio in (("× vs CPU all cores", row.speedup_all), ("× vs CPU 1 thread", row.speedup_one)):
-        why = getattr(ratio, "contaminated", "")
+        why = getattr(ratio, "contaminated", "") or (getattr(ratio, "load_moved", "") if getattr(ratio, "withheld", False) else "")
         if why:
             parts.append(f"{esc(label)} not decided: {esc(why)}")
     return " — ".join(parts)

@@ -52,5 +52,7 @@ def phrase(ratio: Any) -> str:
     interval = f"[{number(o.low)}–{number(o.high)}]"
     if o.directed:
         return f"{number(o.value)}× {o.word} {interval}"
+    if getattr(ratio, "withheld", False):  # an unpaired ratio a side's load could have made (runner/load_bias.py)
+        return f"not decided, a side slowed by load ({number(o.value)}× {interval})"
     label = {"same": "same speed", "contaminated": "not decided, contaminated"}.get(o.word, "no clear difference")
     return f"{label} ({number(o.value)}× {interval})"

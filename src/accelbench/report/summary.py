@@ -79,6 +79,8 @@ def speedup_text(ratio: stats.RatioCI | None, stacked: bool = False, basis: bool
     o = ratio_text.oriented(ratio)  # "3.17× slower", never "0.32× slower"
     word = {"faster": " [green]faster[/]", "slower": " [red]slower[/]", "same": " same",
             "contaminated": " [yellow]contaminated[/]"}.get(o.word, "")
+    if getattr(ratio, "withheld", False):  # a verdict load could have made (runner/load_bias.py)
+        word = " [yellow]load[/]"
     interval = f"[{ratio_number(o.low)}–{ratio_number(o.high)}]"
     value = ratio_number(o.value)
     if stacked:
@@ -277,7 +279,8 @@ def _render_legend(rows: list[Row], layouts: set, console: Console) -> None:
                   "of two medians measured apart (not paired: `--json` says why), bootstrap interval. A verdict only "
                   "where the interval excludes 1; \"slower\" shows the inverse (this time / CPU time, so 3.17× "
                   "slower, never 0.32×); \"contaminated\": the paired rounds disagree with the two measurements "
-                  "(`--json` says how), no verdict. CPU = the fastest CPU implementation measured, on all usable "
+                  "(`--json` says how), no verdict; \"load\": an unpaired ratio with a side slowed by load, which could "
+                  "have made its direction, so no verdict. CPU = the fastest CPU implementation measured, on all usable "
                   "cores (its row says baseline). Invalid results show no rate "
                   "and count nowhere." + (" *: the datasheet column is a peak from a formula (cores × clock × FLOP/cycle)."
                                       if "narrow" in layouts and any(r.datasheet_provenance == "formula" for r in rows)

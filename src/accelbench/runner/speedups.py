@@ -18,9 +18,9 @@ from typing import Any, Iterable, Sequence
 
 from accelbench.results import Measurement, PairedSamples, uses_claimed_threads
 from accelbench.runner import paired_check
+from accelbench.runner.load_bias import TIMING_MOVED, safe_verdicts, with_load_moved
 from accelbench.timing import bootstrap, stats
-from accelbench.verdict import (CPU_WAIT, DEVICE_SHARED, DEVICE_SLOWED, DISTURBING, HYPERVISOR, NOISY,
-                               OTHER_PROCESSES, OWN_THREADS, kind_of)
+from accelbench.verdict import NOISY, kind_of
 from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline
 
 CPU_ALL_CORES = "cpu_all_cores"     # the CPU on all cores (compute) / this compute time
@@ -34,11 +34,10 @@ KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
 REPAIRED = "paired twice:"  # ... and one whose first rounds came out contaminated or scattered
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
-# noisy reasons that say a timing itself was moved: the harness's and the contention monitor's kinds
-TIMING_MOVED = DISTURBING | {OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED}
 UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
 MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
 CONTAMINATED = "contaminated"
+INCONCLUSIVE = "inconclusive"
 FRAMEWORK = "framework"  # Workload.cpu_baseline: the same backend on the CPU is the baseline
 
 
@@ -49,14 +48,29 @@ class SpeedupCI(stats.RatioCI):
     pairs: int = 0
     note: str = ""   # for an unpaired ratio: why it is not paired
     contaminated: str = ""   # for a paired one that failed its check (runner/paired_check.py): why
+    # for an unpaired one: why a side's median was moved by load, and which sides ("baseline", "candidate")
+    load_moved: str = ""
+    moved_sides: frozenset[str] = frozenset()
 
     @property
     def paired(self) -> bool:
         return self.pairs > 0
 
     def verdict(self, same_within: float = stats.SAME_WITHIN) -> str:
-        """"contaminated" for a paired figure that failed its check: it decides nothing."""
-        return CONTAMINATED if self.contaminated else super().verdict(same_within)
+        """"contaminated" for a paired figure that failed its check: it decides nothing. An unpaired
+        ratio with a side slowed by load keeps only the verdict that load could not have made: load
+        only lengthens a time, so a slowed baseline can turn "slower" into nothing but "slower"."""
+        if self.contaminated:
+            return CONTAMINATED
+        word = super().verdict(same_within)
+        if self.moved_sides and word not in safe_verdicts(self.moved_sides):
+            return INCONCLUSIVE
+        return word
+
+    @property
+    def withheld(self) -> bool:
+        """A verdict the interval alone would give, withheld because load could have made it."""
+        return bool(self.moved_sides) and super().verdict() not in (*safe_verdicts(self.moved_sides), INCONCLUSIVE)
 
     @property
     def method(self) -> str:
@@ -73,6 +87,8 @@ class SpeedupCI(stats.RatioCI):
                  "paired": self.paired, "pairs": self.pairs, "method": self.method}
         if self.contaminated:
             found["contaminated"] = self.contaminated
+        if self.load_moved:
+            found["load_moved"] = self.load_moved
         return found
 
 
@@ -296,8 +312,8 @@ class Speedups:
         samples = [(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
                    for _, w, _ in unpaired + checked]
         medians = bootstrap.ratios_of_medians_ci(samples)
-        for (index, _, note), r in zip(unpaired, medians):
-            found[index] = _unpaired(r, note)
+        for (index, w, note), r in zip(unpaired, medians):
+            found[index] = with_load_moved(_unpaired(r, note), w)
         for (index, w, paired), r in zip(checked, medians[len(unpaired):]):
             found[index] = checked_paired_ci(w, paired, r)
         return found

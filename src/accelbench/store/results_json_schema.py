@@ -51,7 +51,10 @@ _SPEEDUP["properties"].update({  # written, not required: documents from before 
     "text": {**STRING, "description": "the ratio as the terminal says it: '3.17× slower [3.00–3.30]', "
                                       "never '0.32× slower' (report/ratio_text.py)"},
     "contaminated": {**STRING, "description": "'' or why the paired rounds cannot be trusted "
-                                              "(runner/paired_check.py): no verdict then"}})
+                                              "(runner/paired_check.py): no verdict then"},
+    "load_moved": {**STRING, "description": "'' or, for an unpaired ratio, why a side's median was moved while it "
+                                            "was measured: only the verdict that move could not have made stands "
+                                            "(runner/load_bias.py)"}})
 _SPEEDUP_KINDS = ("vs_cpu_all_cores", "vs_cpu_one_core", "end_to_end_vs_cpu_all_cores", "float32_vs_this_dtype")
 
 # report/derived.py writes it; import ignores it (every figure is recomputed from the samples)
