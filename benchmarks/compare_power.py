@@ -10,6 +10,9 @@ exported files are compared in CI (no stored history). For every pair (A, B):
 * B with every result's samples ×1.1, ×1.3, ×2 (the machine reference left as measured): the gate
   must fail (exit 1): ×2 always, ×1.3 on a quiet machine;
 * B with one spec ×1.3 (the longest call, the steadiest): detected when that spec is "slower";
+* B with the multi-thread results ×1.3 (a change to the work spread over the cores): the gate should fail;
+* the same with the all-cores probes beside them ×1.3 too ("all-core phase": the host's, not the code's):
+  it should not;
 * B with every sample ×2 *and* its machine reference and all-cores probes ×2 ("the machine was slower"): must be undecided
   (exit 3) with the machine shift named, never a change.
 
@@ -76,14 +79,20 @@ def make_runs(folder: str, condition: str, count: int, workloads: list[str]) -> 
     return paths
 
 
-def scaled(run, factor: float, only_key: str | None = None, reference: float = 1.0):
-    """The run with every (or one) result's timings × factor, its machine reference × `reference`."""
+def scaled(run, factor: float, only_key: str | None = None, reference: float = 1.0, multi_thread: bool = False,
+           probes: float | None = None):
+    """The run with every (or one, or every multi-thread) result's timings × factor, its machine reference
+    × `reference` and the all-cores probes beside the scaled results × `probes` (default: `reference`)."""
+    probes = reference if probes is None else probes
+
     def scale(m):
         if only_key is not None and m.spec.key != only_key:
             return m
+        if multi_thread and not (m.threads or 0) > 1:
+            return m
         probe = (m.telemetry or {}).get(PROBE_KEY)
-        if reference != 1.0 and isinstance(probe, dict):  # the machine was slower: beside each spec too
-            probe = {**probe, "before_s": probe["before_s"] * reference, "after_s": probe["after_s"] * reference}
+        if probes != 1.0 and isinstance(probe, dict):  # the machine was slower: beside each spec too
+            probe = {**probe, "before_s": probe["before_s"] * probes, "after_s": probe["after_s"] * probes}
             m = dataclasses.replace(m, telemetry={**m.telemetry, PROBE_KEY: probe})
         return dataclasses.replace(m, phases_s={k: tuple(x * factor for x in v) for k, v in m.phases_s.items()})
     machine = copy.deepcopy(run.machine)
@@ -122,6 +131,10 @@ def one_pair(path_a: str, path_b: str) -> dict:
     one = compare_runs(a, scaled(b, 1.3, only_key=key), history={})
     found["one spec x1.3"] = {"outcome": outcome(one),
                               "detected": any(r.spec.key == key and r.verdict == "slower" for r in one.rows)}
+    for name, probes in (("multi-thread x1.3", 1.0), ("all-core phase", 1.3)):
+        partial = compare_runs(a, scaled(b, 1.3, multi_thread=True, probes=probes), history={})
+        found[name] = {"outcome": outcome(partial), "slower": len(partial.by_verdict("slower")),
+                       "compared": sum(r.counted for r in partial.rows)}
     machine = compare_runs(a, scaled(b, 2.0, reference=2.0), history={})
     found["machine x2"] = {"outcome": outcome(machine), "slower": len(machine.by_verdict("slower")),
                            "named": "this machine ran" in machine.summary_line()}
@@ -146,6 +159,10 @@ def table(condition: str, pairs: list[dict]) -> list[str]:
                                                    f"{sum(r['compared'] for r in rows)}"))
     rows = [p["one spec x1.3"] for p in pairs]
     lines.append(_row("one spec x1.3", rows, f"that spec slower {_share([r['detected'] for r in rows])}"))
+    for name in ("multi-thread x1.3", "all-core phase"):
+        rows = [p[name] for p in pairs if name in p]
+        lines.append(_row(name, rows, f"specs slower {sum(r['slower'] for r in rows)}/"
+                                      f"{sum(r['compared'] for r in rows)}"))
     rows = [p["machine x2"] for p in pairs]
     lines.append(_row("machine x2", rows, f"named {_share([r['named'] for r in rows])}, "
                                           f"specs slower {sum(r['slower'] for r in rows)}"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from accelbench.cli.main import main
 from accelbench.results import Measurement
@@ -39,15 +39,15 @@ def export_run(tmp_path, name: str, measurements: Sequence[Measurement], *, refe
 
 
 def scaled_copy(tmp_path, path_a: str, name: str, *, factor: float = 1.0, only: int | None = None,
-                reference: float = 1.0, probe: float = 1.0) -> str:
-    """A copy of the export as another run: the timings of result `only` (every one: None) × factor, and
-    their all-cores probes × probe; the machine reference × reference."""
+                reference: float = 1.0, probe: float = 1.0, pick: Callable[[dict], bool] | None = None) -> str:
+    """A copy of the export as another run: the timings of result `only` (every one: None; those `pick`
+    accepts, where given) × factor, and their all-cores probes × probe; the machine reference × reference."""
     with open(path_a, encoding="utf-8") as handle:
         document = json.load(handle)
     run = copy.deepcopy(document["runs"][0])
     run["id"] = run["id"][:-6] + "b0b0b0"
     for i, result in enumerate(run["results"]):
-        if only is None or i == only:
+        if (only is None or i == only) and (pick is None or pick(result)):
             result["phases_s"] = {k: [x * factor for x in v] for k, v in result["phases_s"].items()}
             reading = (result.get("telemetry") or {}).get(all_cores_probe.KEY)
             if reading:

@@ -1,6 +1,7 @@
 """The specs' common shift as a finding (report/compare/common_shift.py): every spec slower together by
 a factor no one spec's band can show is the code's, unless the machine reference moved as much; an A/A
 pair with the same scatter is not. Through a real SQLite store, `accelbench export` files and the CLI."""
+import dataclasses
 import math
 import random
 
@@ -9,7 +10,8 @@ import pytest
 from accelbench.report.compare.common_shift import MIN_SPECS, common_shift
 from accelbench.report.compare.machine import MachineShift, PartShift
 from accelbench.results import Check, Measurement, Spec, Work
-from compare_exports import export_run, gate
+from accelbench.timing import all_cores_probe
+from compare_exports import export_run, gate, scaled_copy
 
 SPECS = [Spec.make("matmul", "numpy", "cpu", n=n, dtype=d, threads=1) for n in range(64, 64 + 10 * 32, 32)
          for d in ("float32", "float64")]
@@ -85,3 +87,56 @@ def test_its_two_error_rates_on_synthetic_pairs():
     false_changes = sum(found(1.0) for _ in range(2000)) / 2000
     detected = sum(found(1.3) for _ in range(2000)) / 2000
     assert false_changes <= 0.01 and detected >= 0.99, (false_changes, detected)
+
+
+# -- the multi-thread specs' own shift ---------------------------------------------------------------
+
+PROBE_S = 0.01
+
+
+def _mixed_export(tmp_path, name: str, seed: int) -> str:
+    """Sixteen one-thread specs and sixteen two-thread ones, each two-thread result with its all-cores
+    probe; every spec scattering ±12% between runs, so no one spec's band shows a 1.3× change."""
+    rng = random.Random(seed)
+    found = []
+    for i, n in enumerate(range(64, 64 + 16 * 32, 32)):
+        for threads in (1, 2):
+            spec = Spec.make("matmul", "numpy", "cpu", n=n, dtype="float32", threads=threads)
+            m = _measurement(spec, 1e-3 * (i + 1) / threads * math.exp(0.12 * rng.gauss(0, 1)), rng)
+            if threads == 2:
+                probe = all_cores_probe.reading(2, PROBE_S * (1 + 0.01 * rng.random()), PROBE_S * (1 + 0.01 * rng.random()))
+                m = dataclasses.replace(m, threads=2, telemetry={all_cores_probe.KEY: probe})
+            found.append(m)
+    return export_run(tmp_path, name, found)
+
+
+def _two_threads(result: dict) -> bool:
+    return result["spec"]["params"].get("threads") == 2
+
+
+def test_only_the_multi_thread_specs_slower_together_fails_the_gate(tmp_path, capsys):
+    """A change that slows the work spread over the cores alone (half the specs): the median of all the
+    specs moves half as much, the multi-thread specs' own median shows it."""
+    a = _mixed_export(tmp_path, "a", seed=1)
+    b = scaled_copy(tmp_path, _mixed_export(tmp_path, "b0", seed=2), "b", factor=1.3, pick=_two_threads)
+    code, report = _gate(capsys, a, b)
+    assert report["counts"]["slower"] == 0, report["summary"]
+    assert code == 1 and report["fail_if_slower"]["common_shift_failed"], report["summary"]
+    assert report["code_shift"]["scope"] == "the multi-thread specs together"
+    assert report["code_shift"]["ratio"] == pytest.approx(1 / 1.3, rel=0.12)
+
+
+def test_an_all_core_phase_the_probes_saw_is_not_the_codes(tmp_path, capsys):
+    """The same slowdown with the probes beside those specs 1.3× slower too: the host's all-core phase."""
+    a = _mixed_export(tmp_path, "a", seed=1)
+    b = scaled_copy(tmp_path, _mixed_export(tmp_path, "b0", seed=2), "b", factor=1.3, probe=1.3, pick=_two_threads)
+    code, report = _gate(capsys, a, b)
+    assert code == 3 and not report["fail_if_slower"]["common_shift_failed"], report["summary"]
+
+
+def test_probes_that_ran_faster_do_not_excuse_slower_specs(tmp_path, capsys):
+    """A machine whose all-core work ran faster during B cannot explain code that ran slower there."""
+    a = _mixed_export(tmp_path, "a", seed=1)
+    b = scaled_copy(tmp_path, _mixed_export(tmp_path, "b0", seed=2), "b", factor=1.3, probe=1 / 1.3, pick=_two_threads)
+    code, report = _gate(capsys, a, b)
+    assert code == 1 and report["code_shift"]["scope"] == "the multi-thread specs together", report["summary"]

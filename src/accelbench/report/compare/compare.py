@@ -28,7 +28,7 @@ from statistics import NormalDist
 
 from accelbench.report.compare import metadata
 from accelbench.report.compare import noise as run_noise
-from accelbench.report.compare.common_shift import CommonShift, common_shift
+from accelbench.report.compare.common_shift import CommonShift, code_shifts
 from accelbench.report.compare.machine import MachineShift, ci_text, machine_shift, ratio_text
 from accelbench.report.data import RunData
 from accelbench.results import Measurement, Spec
@@ -296,9 +296,10 @@ class Comparison:
 
     @cached_property
     def code_shift(self) -> CommonShift | None:
-        """The undisturbed specs' common shift set against the machine reference (compare/common_shift.py)."""
-        return common_shift([r.speedup.ratio for r in self.rows if r.counted and r.speedup is not None
-                             and r.result_verdicts == ("valid", "valid")], self.machine)
+        """The specs' common shift set against the machine reference (compare/common_shift.py): the first
+        that is the code's (all specs, then the multi-thread ones), else that of all specs."""
+        shifts = code_shifts(self.rows, self.machine)
+        return next((s for s in shifts if s.codes), shifts[0] if shifts else None)
 
     def machine_text(self) -> str:
         """What the machine reference says about the pair's common shift (or that there is none)."""
