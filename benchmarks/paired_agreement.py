@@ -9,11 +9,13 @@ run another checkout's code (e.g. `git worktree add /tmp/before <commit>`) for a
 
     python benchmarks/paired_agreement.py --repeats 5
     python benchmarks/paired_agreement.py --repeats 5 --busy      # a busy process on one core
+    python benchmarks/paired_agreement.py --repeats 5 --rigor quick   # 8 rounds a group, as the quick suite
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -25,12 +27,13 @@ COMMAND = ["run", "matmul", "--sizes", "256,1000", "--dtype", "float32", "--back
            "--device", "cpu", "--no-progress", "--json"]
 
 
-def one_run(worktree: str | None, extra_env: dict) -> dict:
+def one_run(worktree: str | None, extra_env: dict, extra_args: tuple[str, ...] = ()) -> dict:
     env = {**os.environ, **extra_env}
     if worktree:
         env["PYTHONPATH"] = os.path.join(worktree, "src")
     with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run([sys.executable, "-m", "accelbench", *COMMAND, "--db", os.path.join(folder, "r.sqlite")],
+        done = subprocess.run([sys.executable, "-m", "accelbench", *COMMAND, *extra_args,
+                               "--db", os.path.join(folder, "r.sqlite")],
                               capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"accelbench run failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -77,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worktree", help="run this checkout's src instead of the installed code")
     parser.add_argument("--busy", action="store_true", help="a busy process pinned to core 0 meanwhile")
+    parser.add_argument("--rigor", choices=("quick", "standard", "rigorous"), help="passed to accelbench run")
     args = parser.parse_args(argv)
     load = None
     if args.busy:
         load = busy_elsewhere()
     try:
-        runs = [one_run(args.worktree, {}) for _ in range(args.repeats)]
+        extra = ("--rigor", args.rigor) if args.rigor else ()
+        runs = [one_run(args.worktree, {}, extra) for _ in range(args.repeats)]
     finally:
         if load:
             load.kill()
@@ -98,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({sum(s['low'] <= s['medians'] <= s['high'] for s in plain)}/{len(plain)} where both sides are valid "
           f"and the check passed: widened to it by construction)")
     print(f"  marked contaminated: {contaminated}/{len(speedups)}")
+    # decisive: a difference of 10% or more (by the medians) told as faster or slower, the right way
+    clear = [s for s in speedups if abs(math.log(s["medians"])) > math.log(1.1)]
+    right = sum(s["verdict"] == ("faster" if s["medians"] > 1 else "slower") for s in clear)
+    print(f"  decisive: {right}/{len(clear)} differences of 10% or more (medians) said faster/slower the right way")
     print(f"  results noisy: {statuses.count('noisy')}/{len(statuses)}")
     for s in speedups:
         print(f"    {s['what']:<26} paired {s['paired']:.3f} [{s['low']:.3f}–{s['high']:.3f}]  medians {s['medians']:.3f}"
