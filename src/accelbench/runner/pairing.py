@@ -74,13 +74,14 @@ class TimedSide:
             checkpoint()  # Ctrl-C, SIGTERM or the deadline between blocks
             # untimed calls first: every block starts with its pool awake and its own data in the
             # caches, as its own measurement's blocks did, whether it follows a settle (pools asleep:
-            # waking one costs ~0.2 ms, on a VM up to ~10 ms) or its own block. Each one waited for:
-            # a burst of queued calls (jax dispatches without waiting) leaves its runtime busy after the
-            # last one returns, and the timed call beside it ran 1.27-2× slow (jax matmul n=1000 on a
-            # 2-core Zen 5: 33% of such blocks against 5% with each warm call waited for)
-            for _ in range(self.warm_calls):
+            # waking one costs ~0.2 ms, on a VM up to ~10 ms) or its own block. They run in blocks of
+            # the timed block's length, each waited for, as its own measurement ran them: one burst of
+            # queued calls (jax dispatches without waiting) left its runtime busy beside the timed call,
+            # which ran 1.27-2× slow (jax matmul n=1000 on a 2-core Zen 5: 33% of blocks, against 5%)
+            for index in range(self.warm_calls):
                 self.call()
-                self.synchronize()
+                if (index + 1) % self.calls == 0 or index + 1 == self.warm_calls:
+                    self.synchronize()
             start_s = clock.now()
             for _ in range(self.calls):
                 self.call()
