@@ -22,6 +22,7 @@ from accelbench.report.analysis import Row
 from accelbench.report.cpu_text import cpu_sentence
 from accelbench.report.data import series_label, size_of, transfer_share
 from accelbench.report.reason_kinds import reason_kind
+from accelbench.runner.load_bias import short_reason
 from accelbench.runner.speedups import SpeedupCI, framework_is_cpu_baseline
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.vocabulary import Role
@@ -272,7 +273,7 @@ def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:
     'no clear difference from WHOM (0.98× [0.90–1.07], 8 pairs)': report/ratio_text.py's convention."""
     basis = f"{ratio.pairs} pairs" if ratio.paired else "unpaired"
     if ratio.contaminated or ratio.withheld:
-        why = ratio.contaminated or ratio.load_moved
+        why = ratio.contaminated or short_reason(ratio.moved_sides)
         return f"not decided{f' against {whom}' if whom else ''} ({ratio.ratio:.2f}×, {basis}: {why})"
     text = ratio_text.phrase(ratio)
     if ratio_text.oriented(ratio).directed:

@@ -24,6 +24,7 @@ from accelbench.report.peak_html import peak_pair_html
 from accelbench.report.reference_html import reference_html
 from accelbench.report.unreached import unreached_html
 from accelbench.report.analysis import Row
+from accelbench.runner.load_bias import short_reason
 from accelbench.units import format_bytes, format_seconds, format_si
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -180,9 +181,11 @@ def _warnings_note(row: Row) -> str:
     warnings = [w for w in m.warnings if not any(reason in w for reason in m.verdict_reasons)]
     parts += ["warnings: " + " · ".join(esc(w) for w in warnings)] if warnings else []
     for label, ratio in (("× vs CPU all cores", row.speedup_all), ("× vs CPU 1 thread", row.speedup_one)):
-        why = getattr(ratio, "contaminated", "") or (getattr(ratio, "load_moved", "") if getattr(ratio, "withheld", False) else "")
+        if ratio is None:
+            continue
+        why = ratio.contaminated or (short_reason(ratio.moved_sides) if ratio.withheld else "")
         if why:
-            parts.append(f"{esc(label)} not decided: {esc(why)}")
+            parts.append(f"{esc(label)} not decided{'' if ratio.paired else ' (unpaired)'}: {esc(why)}")
     return " — ".join(parts)
 
 

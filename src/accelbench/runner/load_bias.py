@@ -15,8 +15,8 @@ import dataclasses
 from typing import Any
 
 from accelbench.results import Measurement
-from accelbench.verdict import (BURSTS, CPU_WAIT, DEVICE_SHARED, DEVICE_SLOWED, DISTURBING, HYPERVISOR, NOISY,
-                               OTHER_PROCESSES, OWN_THREADS, WARMUP, kind_of)
+from accelbench.verdict import (BURSTS, CPU_WAIT, DEVICE_SHARED, DEVICE_SLOWED, DISTURBING, DRIFT, HYPERVISOR, NOISY,
+                               OTHER_PROCESSES, OWN_THREADS, STATE_CHANGED, WARMUP, kind_of)
 
 # noisy reasons that say a timing itself was moved: the harness's and the contention monitor's kinds
 TIMING_MOVED = DISTURBING | {OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED}
@@ -52,18 +52,27 @@ def with_load_moved(ratio: Any, w: Any) -> Any:
 
 
 SLOWED = "slowed"                   # median_moved: only lengthened (load)
-MOVED_EITHER_WAY = "either way"     # median_moved: drift, a missed target, a state change, unknown
+MOVED_EITHER_WAY = "either way"     # median_moved: drift, a state change, a reason of unknown kind
 # the noisy kinds that can only lengthen a time: load of every sort, warm-up left in, bursts of slow samples
 SLOWING = frozenset({OWN_THREADS, CPU_WAIT, HYPERVISOR, OTHER_PROCESSES, DEVICE_SHARED, DEVICE_SLOWED, WARMUP, BURSTS})
+# ... and those that can move it either way: a trend through the samples, a clock or state that changed
+EITHER_WAY = frozenset({DRIFT, STATE_CHANGED, ""})
+# a missed target or a wide spread move nothing by themselves: the ratio's interval carries them
 
 
 def median_moved(m: Measurement) -> str:
-    """'' where a measurement's median is as it was timed, SLOWED where load can only have lengthened
-    it, MOVED_EITHER_WAY where its reasons leave the direction open."""
+    """'' where a measurement's median is as it was timed (its interval carries its spread), SLOWED
+    where load can only have lengthened it, MOVED_EITHER_WAY where its reasons leave the direction open."""
     if m.verdict != NOISY:
         return ""
     kinds = {kind_of(reason) for reason in m.verdict_reasons}
-    if kinds and not kinds & TIMING_MOVED and "" not in kinds:
-        return ""   # noisy for reasons that leave the timing as it was (median_stands)
-    return SLOWED if kinds and kinds <= SLOWING else MOVED_EITHER_WAY
+    if not kinds or kinds & EITHER_WAY:
+        return MOVED_EITHER_WAY
+    return SLOWED if kinds & SLOWING else ""
 
+
+def short_reason(moved_sides: frozenset[str]) -> str:
+    """Why a verdict was withheld, in a clause, without the measurements' own reasons (their rows say them)."""
+    who = ("both medians" if len(moved_sides) > 1 else
+           "the CPU baseline's median" if "baseline" in moved_sides else "this result's median")
+    return f"{who} moved while measured (noisy), which could have made its direction"
