@@ -8,6 +8,7 @@ cuda:N here is the same GPU as NVML's (and nvidia-smi's) index N. The framework 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from typing import Any, Callable, Iterator
@@ -243,6 +244,9 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         if capability:
             found["cpu_capability"] = str(capability)  # the SIMD level torch's CPU kernels use
         found["cpu_threads"] = str(_safely(torch.get_num_threads, ""))
+        blas = re.search(r"BLAS_INFO=(\w+)", str(_safely(torch.__config__.show, "")))
+        if blas:
+            found["torch_blas"] = blas.group(1)   # mkl on x86 wheels, open (OpenBLAS) on Arm: report/advice_blas.py
         return found
 
     # -- data movement -------------------------------------------------------------------------

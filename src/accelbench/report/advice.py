@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from typing import Any
 
+from accelbench.report.advice_blas import blas_kernels
 from accelbench.report.advice_checks import check_failures, cpu_scaling, thread_baseline, unstable, wrong_device
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding  # noqa: F401 - shared names
 from accelbench.report.precision import precision_tradeoffs
@@ -33,6 +34,7 @@ def findings(rows: list[Row], devices: dict | None = None, machine: dict | None 
     found += check_failures(rows)
     found += thread_baseline(rows, devices, machine)
     found += cpu_scaling(rows)
+    found += blas_kernels(rows, devices, machine)
     found += unstable(rows, rigor)
     found += break_even(rows)
     found += one_thread_claims(rows)
