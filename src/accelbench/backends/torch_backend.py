@@ -244,7 +244,7 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
         if capability:
             found["cpu_capability"] = str(capability)  # the SIMD level torch's CPU kernels use
         found["cpu_threads"] = str(_safely(torch.get_num_threads, ""))
-        blas = re.search(r"BLAS_INFO=(\w+)", str(_safely(torch.__config__.show, "")))
+        blas = re.search(r"BLAS_INFO=(\w+)", str(_safely(lambda: torch.__config__.show(), "")))
         if blas:
             found["torch_blas"] = blas.group(1)   # mkl on x86 wheels, open (OpenBLAS) on Arm: report/advice_blas.py
         return found
