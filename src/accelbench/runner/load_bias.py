@@ -6,7 +6,7 @@ is off in a known direction: a slowed baseline raises the ratio, a slowed candid
 the verdict that load could have made is withheld ("inconclusive", with the reason), and the one it
 could not have made stands: a GPU measured 3× faster than a CPU that was slowed by load is not
 known to be faster, one measured 3× slower is known to be slower. A side moved either way (drift,
-a missed target, a state change) leaves no verdict standing. Paired speed-ups need none of this:
+a state change) leaves no verdict standing. Paired speed-ups need none of this:
 their rounds cancel load, and runner/paired_check.py checks them.
 """
 from __future__ import annotations
@@ -36,8 +36,8 @@ def safe_verdicts(moved_sides: frozenset[str]) -> tuple[str, ...]:
 def with_load_moved(ratio: Any, w: Any) -> Any:
     """An unpaired ratio with the sides whose own median was moved while it was measured: its verdict
     then keeps only what the move could not have made (SpeedupCI.verdict). Load only lengthens a time,
-    so a side slowed by load leaves one direction standing; a side moved either way (drift, a missed
-    target, a state change, a reason of unknown kind) leaves none."""
+    so a side slowed by load leaves one direction standing; a side moved either way (drift, a state
+    change, a reason of unknown kind) leaves none."""
     moved = [(side, m, how) for side, m in (("baseline", w.baseline), ("candidate", w.candidate))
              if (how := median_moved(m))]
     if not moved:

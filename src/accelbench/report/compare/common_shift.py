@@ -14,8 +14,9 @@ at least MIN_SPECS of them; without a reference on both runs there is no such fi
 
 The multi-thread specs get a shift of their own (`code_shifts`): a change that slows only the work
 spread over all cores (a thread pool's setting, a lock) moves half the specs, which the median of
-all of them does not show. Their allowance adds what the all-cores probes beside them allowed
-(the median of their allowances): the host's all-core slow phases move those specs together too.
+all of them does not show. Their allowance adds the median of the all-cores probes' shifts beside
+them, where it points the way the specs moved: the host's all-core slow phases move those specs
+together too.
 """
 from __future__ import annotations
 

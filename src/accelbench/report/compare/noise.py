@@ -96,10 +96,9 @@ class NoiseBand:
     specs: int = 1         # specs it comes from (pair: the group's size)
     estimate: float | None = None   # the estimate before the floor (None: no estimate)
     detail: str = ""
-    # how the all-cores probe beside the spec moved from A to B (log, time A / time B) and how far that
-    # may be off, where both runs took one (_with_machine)
+    # how the all-cores probe beside the spec moved from A to B (log, time A / time B), where both runs
+    # took one (_with_machine; compare/common_shift.py reads it)
     probe_shift_log: float | None = None
-    probe_tolerance_log: float | None = None
 
     def clears(self, ci: stats.RatioCI) -> bool:
         """The whole interval lies outside the band: a change larger than identical runs show."""
@@ -194,10 +193,8 @@ def _with_machine(band: NoiseBand, machine: MachineShift, a: Measurement, b: Mea
     parts = machine.for_pair(a, b)
     fraction = math.expm1(math.log1p(band.fraction) + sum(part.allowance_log for part, _ in parts))
     allows = "; ".join(f"plus what the {name} allows: {part.text()}" for part, name in parts)
-    probe = parts[1][0] if len(parts) > 1 else None
     return dataclasses.replace(band, fraction=fraction, estimate=None, detail=f"{band.detail}; {allows}",
-                               probe_shift_log=None if probe is None else probe.shift_log,
-                               probe_tolerance_log=None if probe is None else probe.tolerance_log)
+                               probe_shift_log=parts[1][0].shift_log if len(parts) > 1 else None)
 
 
 def _groups(m: Measurement) -> tuple[tuple[tuple[str, ...], str], ...]:
