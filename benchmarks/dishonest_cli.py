@@ -140,7 +140,8 @@ def main_(argv: list[str] | None = None) -> int:
                     register_backend(name, cls)
                 for r in run(name, workload, extra, f"{folder}/r.sqlite"):
                     rate = r["derived"]["rate"]
-                    print(f"{name:<15} {workload:<7} {r['verdict']:<10} rate {rate if rate is None else round(rate, 1)}"
+                    kernel = r["spec"]["params"].get("kernel", "")  # stream: copy is the honest numpy one in every fake
+                    print(f"{name:<15} {workload:<7} {kernel:<6} {r['verdict']:<10} rate {rate if rate is None else round(rate, 1)}"
                           f"  {_text((r['verdict_reasons'] or [''])[0])[:110]}")
                 clear_cache()
     finally:
