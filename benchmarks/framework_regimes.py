@@ -18,7 +18,7 @@ import statistics
 import time
 
 
-def _call(framework: str, n: int, threads: int):
+def _call(framework: str, n: int, threads: int, sync_dispatch: bool = False):
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -27,6 +27,8 @@ def _call(framework: str, n: int, threads: int):
         import jax
         import jax.numpy as jnp
 
+        if sync_dispatch:
+            jax.config.update("jax_cpu_enable_async_dispatch", False)
         product = jax.jit(lambda x, y: x @ y)
         a, b = jnp.asarray(left), jnp.asarray(right)
         return lambda: product(a, b), lambda out: out.block_until_ready()
@@ -50,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=21, help="calls per block (waited for once)")
     parser.add_argument("--window", type=int, default=50, help="blocks per window")
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--sync-dispatch", action="store_true",
+                        help="jax: run each computation on the calling thread (no dispatch thread)")
     args = parser.parse_args(argv)
-    call, wait = _call(args.framework, args.n, args.threads)
+    call, wait = _call(args.framework, args.n, args.threads, args.sync_dispatch)
     for _ in range(10 * args.calls):
         wait(call())
     windows = []

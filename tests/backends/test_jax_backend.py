@@ -215,5 +215,7 @@ def test_threads_only_the_count_xla_started_with(monkeypatch):
     with pytest.raises(Unsupported, match="fixed at start-up"):
         with backend.threads(xla_cpu_threads() + 1):
             pass
+    # jax 0.10's matmul ignores this flag (tests/cli/test_jax_threads.py): the count is not read from it
+    every_core = xla_cpu_threads()
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
-    assert xla_cpu_threads() == 1
+    assert xla_cpu_threads() == every_core

@@ -48,6 +48,18 @@ def test_nothing_is_said_without_a_decided_gap_and_a_recorded_cause(numpy_s, tor
     assert _blas(numpy_s, torch_s, _cpu(vendor, features), machine) == []
 
 
+def test_a_result_on_fewer_threads_than_the_baseline_says_nothing_of_its_kernels():
+    """numpy on one thread is slower than numpy on two for that reason alone (seen in a real run with
+    OPENBLAS_CORETYPE=Haswell: "numpy@cpu matmul ran 1.90× slower … than the fastest CPU implementation
+    on all cores", of its own one-thread result)."""
+    ms = [measurement("matmul", "numpy", "cpu", compute_s=seconds, threads=threads, n=1000, dtype="float32")
+          for threads, seconds in ((1, 0.010), (2, 0.005))]
+    devices = _cpu("AMD", AVX512)
+    rows = analyse(ms, devices)
+    assert any(r.speedup_all is not None and r.speedup_all.verdict() == "slower" for r in rows)
+    assert [f for f in findings(rows, devices, HASWELL) if f.kind == "blas_kernels"] == []
+
+
 def test_the_cause_is_read_from_a_stored_run_without_devices():
     machine = {**MKL, "inventory": {"devices": [{"id": "cpu", "vendor": "AMD", "properties": {"features": AVX512}}]}}
     [finding] = _blas(0.005, 0.009, {}, machine)

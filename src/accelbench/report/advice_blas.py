@@ -24,9 +24,12 @@ from accelbench.health.cpu_config import NO_AVX512_CORETYPES
 
 
 def blas_kernels(rows: list[Row], devices: dict, machine: dict) -> list[Finding]:
-    """A finding for each CPU framework whose matmul was decided slower than the all-cores baseline,
-    where the run's records name the kernels' cause."""
-    slower = [r for r in rows if r.spec.workload == "matmul" and r.spec.device == "cpu" and r.measurement.valid
+    """A finding for each CPU framework whose matmul, on as many threads as the all-cores baseline,
+    was decided slower than it, where the run's records name the kernels' cause. Fewer threads are
+    slower for that reason alone: numpy on one thread says nothing of its kernels."""
+    matmul = [r for r in rows if r.spec.workload == "matmul" and r.spec.device == "cpu" and r.measurement.valid]
+    all_cores = max((r.measurement.threads or 0 for r in matmul), default=0)
+    slower = [r for r in matmul if (r.measurement.threads or 0) == all_cores
               and r.speedup_all is not None and r.speedup_all.verdict() == "slower"]
     vendor, features = _cpu(devices, machine)
     found = []
