@@ -144,11 +144,10 @@ def test_rounds_run_in_a_balanced_order():
 
 def test_a_block_is_preceded_by_untimed_calls_that_fill_the_warm_time():
     # WARM_S of calls whatever the block's length: a short block is no shorter wake-up
-    assert pairing.warm_calls_for(12, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)
-    assert pairing.warm_calls_for(100, 185e-6) == math.ceil(pairing.WARM_S / 185e-6)
-    assert pairing.warm_calls_for(3, 0.0047) == math.ceil(pairing.WARM_S / 0.0047) >= 4  # jax, n=1000
-    assert pairing.warm_calls_for(2, 0.050) == 1                  # a call longer than WARM_S: one
-    assert pairing.warm_calls_for(5, 0.0) == 1
+    assert pairing.warm_calls_for(185e-6) == math.ceil(pairing.WARM_S / 185e-6)
+    assert pairing.warm_calls_for(0.0047) == math.ceil(pairing.WARM_S / 0.0047) >= 4  # jax, n=1000
+    assert pairing.warm_calls_for(0.050) == 1                  # a call longer than WARM_S: one
+    assert pairing.warm_calls_for(0.0) == 1
     seen = []
     side = pairing.TimedSide(lambda: seen.append("call"), lambda: seen.append("sync"), calls=2, warm_calls=3)
     pairing.run_rounds([side], 1, settle=None)
@@ -169,7 +168,7 @@ def test_no_warm_call_is_left_queued_when_the_timed_calls_start():
         drained.append(pending[0])   # how many queued calls each wait found
         pending[0] = 0
 
-    side = pairing.TimedSide(call, synchronize, calls=4, warm_calls=pairing.warm_calls_for(4, 185e-6))
+    side = pairing.TimedSide(call, synchronize, calls=4, warm_calls=pairing.warm_calls_for(185e-6))
     side.block_s(pairing.PerfCounterClock())
     full, rest = divmod(side.warm_calls, side.calls)
     assert side.warm_calls > 100 and drained == [4] * full + ([rest] if rest else []) + [4]

@@ -136,9 +136,8 @@ def block_calls(m: Measurement, phase: str) -> int:
     return max(1, round(block_s / max(stats.median(m.phases_s[phase]), 1e-12)))
 
 
-def warm_calls_for(calls: int, per_call_s: float) -> int:
-    """Untimed calls before a paired block: as many as fill WARM_S, whatever the block's own length
-    (`calls`, kept for callers). A block after a settle otherwise carries the wake-up: numpy on 2
+def warm_calls_for(per_call_s: float) -> int:
+    """Untimed calls before a paired block: as many as fill WARM_S, whatever the block's own length. A block after a settle otherwise carries the wake-up: numpy on 2
     threads, n=256, 12 calls of 185 µs, ran 1.5× its own time after one warm call on a quiet Zen 4 VM;
     on a Zen 5 VM jax at n=1000 (3 calls of 4.7 ms) after a numpy block ran 1.3-2× its own time in 5-14
     of 32 blocks after 5-9 ms of warm calls, in 0-4 of 32 after 19-28 ms (tests/unit/test_pairing.py)."""
@@ -313,7 +312,7 @@ def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture
     calls = block_calls(m, phase)
     return TimedSide(call, synchronize, calls, lambda: backend.threads(m.threads),
                      pool=(m.spec.backend, m.spec.device, m.threads),
-                     warm_calls=warm_calls_for(calls, stats.median(m.phases_s[phase])))
+                     warm_calls=warm_calls_for(stats.median(m.phases_s[phase])))
 
 
 def _check(prepared: Prepared, capture: Capture) -> None:
