@@ -51,6 +51,9 @@ class SpeedupCI(stats.RatioCI):
     # for an unpaired one: why a side's median was moved by load, and which sides ("baseline", "candidate")
     load_moved: str = ""
     moved_sides: frozenset[str] = frozenset()
+    # for a paired one that held its check: the ratio of the sides' own medians, the independent
+    # derivation a verdict must also hold at (None: not checked against one)
+    reference: float | None = None
 
     @property
     def paired(self) -> bool:
@@ -65,6 +68,9 @@ class SpeedupCI(stats.RatioCI):
         word = super().verdict(same_within)
         if self.moved_sides and word not in safe_verdicts(self.moved_sides):
             return INCONCLUSIVE
+        if self.reference is not None and word != INCONCLUSIVE and word != stats.speedup_verdict(
+                self.low, self.high, ratio=self.reference, same_within=same_within):
+            return INCONCLUSIVE  # two derivations of one figure: a verdict needs both (unconfirmed_note)
         return word
 
     @property
@@ -139,8 +145,23 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
         return dataclasses.replace(ratio, note="; ".join(filter(None, (ratio.note, paired_check.slow_own_measurement(*sides)))))
     # two derivations of one figure that agree only within the slack: their gap is uncertainty too
     # (a state of the machine that moved between the measurements and the rounds), so the interval
-    # holds both, and a verdict needs both
-    return dataclasses.replace(ratio, low=min(ratio.low, reference.ratio), high=max(ratio.high, reference.ratio))
+    # holds both, and a verdict needs both: the same word at either figure
+    held = dataclasses.replace(ratio, low=min(ratio.low, reference.ratio), high=max(ratio.high, reference.ratio),
+                               reference=reference.ratio)
+    return dataclasses.replace(held, note="; ".join(filter(None, (held.note, unconfirmed_note(held)))))
+
+
+def unconfirmed_note(ratio: SpeedupCI) -> str:
+    """Why a paired verdict is withheld by the ratio of the sides' own medians, or ''."""
+    if ratio.reference is None or ratio.verdict() != INCONCLUSIVE:
+        return ""
+    alone = dataclasses.replace(ratio, reference=None).verdict()
+    if alone == INCONCLUSIVE:
+        return ""
+    at_reference = stats.speedup_verdict(ratio.low, ratio.high, ratio=ratio.reference)
+    says = "too small a difference to claim" if at_reference == INCONCLUSIVE else f"{at_reference}"
+    return (f"the rounds alone say {alone}, the sides' own medians give {ratio.reference:.3g}× ({says}): "
+            "not decided")
 
 
 def scattered_rounds(w: Wanted, paired: PairedSamples) -> str:
