@@ -67,6 +67,22 @@ def test_the_run_notice_names_steal_when_the_hypervisor_took_the_time():
     assert "other processes used 60%" in run_notice([crowded, quiet]) and run_notice([quiet]) is None
 
 
+def test_the_run_notice_averages_only_the_windows_that_could_measure_other_processes():
+    """A window too short for CPU-time ticks has no share (None), not 0%: averaged as 0, a core
+    spinning beside the quick suite read "other processes used 19% of the cores"."""
+    from types import SimpleNamespace
+
+    def disturbed(share):
+        return SimpleNamespace(telemetry={"interference": {"compute": {
+            "disturbed": True, "others_share": share, "steal_share": None if share is None else 0.0,
+            "run_wait_share": 0.4, "top_other": "python (pid 7)"}}})
+
+    line = run_notice([disturbed(0.5), disturbed(0.6), disturbed(None), disturbed(None)])
+    assert "4 of 4 results" in line and "55% of the cores" in line and "in the 2 windows long enough" in line
+    short_only = run_notice([disturbed(None), disturbed(None)])
+    assert "our threads waited for a CPU 40%" in short_only and "2 of 2 results" in short_only
+
+
 def test_a_window_shorter_than_a_few_ticks_is_not_measurable(data_dir):
     before = snap(data_dir, "stat_busy_before.txt", 0.0, 0.03)
     after = snap(data_dir, "stat_busy_after.txt", 0.05, 0.34)

@@ -10,32 +10,37 @@ def run_notice(measurements: Iterable[Any], rigor: str | None = None) -> str | N
     """One line for the top of a run's output when other programs disturbed some of its results;
     `rigor`: the run's, so a rigorous run is not told to use `--rigor rigorous`."""
     longer = "" if rigor == "rigorous" else "use `--rigor rigorous`, "
-    shares, steals, waits, total = [], [], [], 0
+    shares, steals, waits, total, disturbed = [], [], [], 0, 0
     named: dict[str, int] = {}
     for m in measurements:
         total += 1
         compute = (getattr(m, "telemetry", {}) or {}).get("interference", {}).get("compute") or {}
         if compute.get("disturbed") and not compute.get("own_threads"):  # our own threads are not other programs
-            shares.append(compute.get("others_share") or 0.0)
-            steals.append(compute.get("steal_share") or 0.0)
+            disturbed += 1
+            # a window too short for CPU-time ticks has no share: it is no 0% in the average
+            if compute.get("others_share") is not None:
+                shares.append(compute["others_share"])
+                steals.append(compute.get("steal_share") or 0.0)
             waits.append(compute.get("run_wait_share") or 0.0)
             if compute.get("top_other"):
                 named[compute["top_other"]] = named.get(compute["top_other"], 0) + 1
-    if not shares:
+    if not disturbed:
         return None
     # the program that took the most CPU in most of the disturbed windows, where one could be seen
     culprit = f" (most often {max(named, key=lambda name: named[name])})" if named else ""
-    others, steal, wait = sum(shares) / len(shares), sum(steals) / len(steals), sum(waits) / len(waits)
+    wait = sum(waits) / len(waits)
+    others, steal = (sum(shares) / len(shares), sum(steals) / len(steals)) if shares else (0.0, 0.0)
     if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
-        return (f"busy machine: {len(shares)} of {total} results were measured while our threads waited for a "
+        return (f"busy machine: {disturbed} of {total} results were measured while our threads waited for a "
                 f"CPU {wait:.0%} of the time on average{culprit} (noisy); close other programs or run them under "
                 f"`nice -n 19`, {longer}or pin with `taskset -c`")
     if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
-        return (f"busy host: {len(shares)} of {total} results were measured while the hypervisor took {steal:.0%} "
+        return (f"busy host: {disturbed} of {total} results were measured while the hypervisor took {steal:.0%} "
                 f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
                 f"{longer.replace(', ', ' or ')}run at a quieter time")
-    return (f"busy machine: {len(shares)} of {total} results were measured while other processes used "
-            f"{others:.0%} of the cores on average{culprit} (noisy); close other programs or run them "
+    measured = "" if len(shares) == disturbed else f", in the {len(shares)} windows long enough to tell"
+    return (f"busy machine: {disturbed} of {total} results were measured while other processes used "
+            f"{others:.0%} of the cores on average{measured}{culprit} (noisy); close other programs or run them "
             f"under `nice -n 19`, {longer}or pin with `taskset -c`")
 
 
