@@ -21,19 +21,20 @@ def run_notice(measurements: Iterable[Any], rigor: str | None = None) -> str | N
             if compute.get("others_share") is not None:
                 shares.append(compute["others_share"])
                 steals.append(compute.get("steal_share") or 0.0)
-            waits.append(compute.get("run_wait_share") or 0.0)
+            if compute.get("run_wait_share") is not None:
+                waits.append(compute["run_wait_share"])
             if compute.get("top_other"):
                 named[compute["top_other"]] = named.get(compute["top_other"], 0) + 1
     if not disturbed:
         return None
     # the program that took the most CPU in most of the disturbed windows, where one could be seen
     culprit = f" (most often {max(named, key=lambda name: named[name])})" if named else ""
-    wait = sum(waits) / len(waits)
+    waited = f"our threads waited for a CPU {sum(waits) / len(waits):.0%} of the time on average" if waits else (
+        "other processes or the host took CPU time from our threads")
     others, steal = (sum(shares) / len(shares), sum(steals) / len(steals)) if shares else (0.0, 0.0)
     if others < 0.005 and steal < STEAL_LIMIT:  # windows too short for CPU ticks: judged on our threads' wait
-        return (f"busy machine: {disturbed} of {total} results were measured while our threads waited for a "
-                f"CPU {wait:.0%} of the time on average{culprit} (noisy); close other programs or run them under "
-                f"`nice -n 19`, {longer}or pin with `taskset -c`")
+        return (f"busy machine: {disturbed} of {total} results were measured while {waited}{culprit} (noisy); "
+                f"close other programs or run them under `nice -n 19`, {longer}or pin with `taskset -c`")
     if steal >= STEAL_LIMIT and others < OTHERS_CORES_LIMIT / max(1, _usable_cores()):
         return (f"busy host: {disturbed} of {total} results were measured while the hypervisor took {steal:.0%} "
                 f"of this machine's CPU time on average (steal: other virtual machines on the host; noisy); "
