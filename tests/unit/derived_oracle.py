@@ -23,7 +23,8 @@ The definitions, as documented:
   10%. A figure that passes has its interval widened to reach the ratio of medians.
 - verdict: a ratio in [1/1.05, 1.05] is "same" when the interval lies in [1/1.1, 1.1], else
   "inconclusive"; a ratio beyond is "faster" when the interval lies above 1, "slower" below 1, else
-  "inconclusive"; "contaminated" decides nothing.
+  "inconclusive"; "contaminated" decides nothing. A paired figure widened to the ratio of medians
+  must get the same word at that ratio (with the same interval), else it is "inconclusive".
 - said as "r× faster [lo–hi]", or, below 1, "(1/r)× slower [1/hi–1/lo]": the number before a
   direction word is never under 1.
 - break-even: on the end-to-end speed-up of compute-bound work (matmul, float32 first) against
