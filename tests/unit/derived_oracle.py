@@ -17,7 +17,8 @@ The definitions, as documented:
   (Binomial(n, 1/2) ranks; none under 6 rounds). Unpaired: the ratio of the two medians, with a
   percentile-bootstrap 95% interval (each side resampled independently).
 - a paired figure is contaminated when the pairing noted cross-talk, when the forward rounds' and the
-  backward rounds' ratios part (medians more than 5% apart and Mann-Whitney p < 0.05), or, where
+  backward rounds' ratios part (medians more than 10% apart and Mann-Whitney p < 0.05; between 5% and
+  10% apart, with p < 0.05, the interval is first widened to span both medians), or, where
   both sides' own medians are references (plainly valid), when the paired ratio and the ratio of
   medians lie further apart (log scale) than their two intervals' half-widths combined (hypot) plus
   10%. A figure that passes has its interval widened to reach the ratio of medians.
@@ -50,7 +51,8 @@ import numpy as np
 
 CONFIDENCE = 0.95
 SAME_BAND = 0.05
-ORDER_GAP = 0.05
+ORDER_GAP = 0.05           # an order effect beyond this widens the interval to both directions...
+ORDER_CONTAMINATES = 0.10  # ...and beyond this contaminates
 ORDER_ALPHA = 0.05
 SLACK = 0.10
 GROSS = 2.0  # with a side noisy, paired and medians may not stand further apart than this factor
@@ -306,7 +308,7 @@ class Figure:
 
     @property
     def order_effect(self) -> bool:
-        return self.order_gap > math.log1p(ORDER_GAP) and self.order_p < ORDER_ALPHA
+        return self.order_gap > math.log1p(ORDER_CONTAMINATES) and self.order_p < ORDER_ALPHA
 
     @property
     def contaminated(self) -> bool | None:
@@ -336,7 +338,8 @@ class Figure:
         bootstrap stream could flip it."""
         if not self.paired:
             return False
-        near_gap = abs(self.order_gap - math.log1p(ORDER_GAP)) < margin * math.log1p(ORDER_GAP)
+        near_gap = any(abs(self.order_gap - math.log1p(gap)) < margin * math.log1p(gap)
+                       for gap in (ORDER_GAP, ORDER_CONTAMINATES))
         near_p = abs(self.order_p - ORDER_ALPHA) < margin * ORDER_ALPHA
         near_order = (near_gap and self.order_p < ORDER_ALPHA) or (near_p and self.order_gap > math.log1p(ORDER_GAP))
         return near_order or abs(self.disagreement - 1) < margin
@@ -362,6 +365,9 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
         gap = abs(math.log(median(forward) / median(backward)))
         p = float(mannwhitneyu(forward, backward, alternative="two-sided", method="asymptotic",
                                use_continuity=True).pvalue)
+        if math.log1p(ORDER_GAP) < gap <= math.log1p(ORDER_CONTAMINATES) and p < ORDER_ALPHA:
+            directions = (median(forward), median(backward))
+            low, high = min(low, *directions), max(high, *directions)
     allowed = math.hypot(log_half_width(low, high), log_half_width(m_low, m_high)) + math.log1p(SLACK)
     distance = abs(math.log(ratio) - math.log(medians_ratio))
     return Figure(ratio, low, high, True, len(ratios), medians_ratio, m_low, m_high,

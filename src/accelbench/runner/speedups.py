@@ -127,6 +127,10 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     ratio = paired_ratio_ci(paired.baseline_s, paired.candidate_s)
     if warm:
         ratio = dataclasses.replace(ratio, note=warm)
+    order = paired_check.small_order_effect(paired.baseline_s, paired.candidate_s)
+    if order is not None:
+        ratio = dataclasses.replace(ratio, low=min(ratio.low, order[0]), high=max(ratio.high, order[1]),
+                                    note="; ".join(filter(None, (ratio.note, order[2]))))
     # a side's median moved by load (which pairing cancels) is no reference for the rounds
     stands = median_stands(w.baseline, w.baseline_phase) and median_stands(w.candidate, w.candidate_phase)
     reference = medians if stands else None
