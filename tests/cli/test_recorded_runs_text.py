@@ -120,16 +120,17 @@ def test_quietest(tmp_path, capsys):
     assert ("torch@cpu (2 threads) (the CPU, AMD EPYC): compute-bound (matmul float32 n=1,000) not decided against "
             "all CPU cores (0.74×, unpaired: both medians moved while measured (noisy), which could have made its direction), not decided against one core (0.61×, unpaired: "
             "this result's median moved while measured (noisy), which could have made its direction);") in words
-    assert ("Busy machine: 10 of 15 results were measured while other processes used 28% of the cores on average "
-            "(most often pytest (pid 21619)) (noisy)") in words
+    # 46% over the 6 windows long enough to measure it; the 4 too short once counted as 0% and made it 28%
+    assert ("Busy machine: 10 of 15 results were measured while other processes used 46% of the cores on average, "
+            "in the 6 windows long enough to tell (most often pytest (pid 21619)) (noisy)") in words
     assert ("The CPU side (all cores): matmul float32 on numpy, 2 threads, blocked; CPU time / wall time 1.10: "
             "177 GFLOP/s, noisy: its share of a peak not stated;") in words
 
 
 def test_busy(tmp_path, capsys):
     words = rendered("busy", tmp_path, capsys).words
-    assert ("Busy machine: 15 of 15 results were measured while other processes used 57% of the cores on average "
-            "(most often python3 (pid 13960)) (noisy); close other programs or run them under `nice -n 19`, use "
+    assert ("Busy machine: 15 of 15 results were measured while other processes used 66% of the cores on average, "
+            "in the 13 windows long enough to tell (most often python3 (pid 13960)) (noisy); close other programs or run them under `nice -n 19`, use "
             "`--rigor rigorous`, or pin with `taskset -c`.") in words
     assert "15 of 15 results are not plainly valid (15 noisy): other processes ran alongside (15)." in words
     assert "What would help: a longer budget (--rigor rigorous: 15 s per measurement instead of 0.75 s)" in words
