@@ -112,7 +112,7 @@ def small_order_effect(baseline_s: Sequence[float], candidate_s: Sequence[float]
     candidate's, the backward one the baseline's, so the true ratio lies between the two medians
     (both factors slowing, or both speeding), and the interval is widened to span them."""
     found = _directions(baseline_s, candidate_s)
-    if found is None or order_effect(baseline_s, candidate_s):
+    if found is None or abs(math.log(found[0] / found[1])) > math.log1p(ORDER_CONTAMINATES):
         return None
     f, b = found
     return (min(f, b), max(f, b), f"the paired ratio depends a little on which side ran first ({f:.3g}× with "
