@@ -1,7 +1,7 @@
 """How often an honest backend is refused on a loaded machine (docs/truth.md).
 
 Starts a busy process pinned to core 0 (`taskset -c 0 python -c 'while True: pass'`), then runs
-the core workloads at quick rigor on numpy, torch and pyopencl (PoCL) `--rounds` times, each round
+the core workloads at quick rigor on numpy, torch, jax and pyopencl (PoCL) `--rounds` times, each round
 a fresh run (its own synchronisation probe), and counts verdicts. An honest backend must never
 be invalid; noisy is what a loaded machine should say.
 
@@ -26,11 +26,13 @@ from busy_load import busy_elsewhere  # benchmarks/ is on the path when they run
 
 QUICK = get_rigor("quick")
 
-SPECS = (("matmul", {"n": 256, "dtype": "float32"}), ("matmul", {"n": 512, "dtype": "float64"}),
+SPECS = (("matmul", {"n": 128, "dtype": "float32"}), ("matmul", {"n": 256, "dtype": "float32"}),
+         ("matmul", {"n": 512, "dtype": "float64"}),
+         ("stream", {"kernel": "copy", "n": 1 << 16, "dtype": "float32"}),
          ("stream", {"kernel": "triad", "n": 1 << 22, "dtype": "float64"}),
          ("reduce", {"n": 1 << 22, "dtype": "float32"}), ("elementwise", {"n": 1 << 22, "dtype": "float32"}),
          ("memcpy", {"direction": "h2d", "bytes": 16 << 20, "pinned": False}))
-TARGETS = (("numpy", "cpu"), ("torch", "cpu"), ("pyopencl", "opencl:0:0"))
+TARGETS = (("numpy", "cpu"), ("torch", "cpu"), ("jax", "cpu"), ("pyopencl", "opencl:0:0"))
 
 
 def one_round(devices: dict, counts: collections.Counter, refusals: list) -> None:
@@ -49,6 +51,7 @@ def one_round(devices: dict, counts: collections.Counter, refusals: list) -> Non
                 print(f"  {name} {workload}: {type(error).__name__}: {error}", flush=True)
                 continue
             counts[(name, m.verdict)] += 1
+            counts[("all", m.verdict)] += 1
             if m.verdict == "noisy" and any(getattr(r, "kind", "") in (SYNC_UNPROVEN, READ_BACK) for r in m.verdict_reasons):
                 counts[(name, "sync unproven")] += 1  # noisy for the sync proof's sake (counted apart)
             if m.verdict == INVALID:

@@ -48,7 +48,7 @@ def test_device_copy_is_bit_identical_and_placed_on_the_device(opencl):
     finally:
         prepared.release()
     assert check.passed, check.detail
-    assert check.detail == "bit-identical device copy"
+    assert check.detail.startswith("bit-identical device copy")
     assert check.device_seen == device
 
 
@@ -69,7 +69,7 @@ def test_a_copy_that_drops_data_fails_its_check(opencl):
     finally:
         prepared.release()
     assert not check.passed
-    assert "data changed in the copy" in check.detail
+    assert "data changed" in check.detail
 
 
 def test_pinned_makes_no_sense_for_a_device_copy(opencl):

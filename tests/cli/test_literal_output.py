@@ -110,19 +110,24 @@ def test_info_shows_device_names_and_probe_messages_literally(capsys, value):
 
 @pytest.mark.parametrize("value", list(HOSTILE))
 def test_run_summary_shows_skip_reasons_and_paths_literally(capsys, value):
-    from accelbench.cli.run_cmd import _print_summary
+    """The one screen (skip reasons folded into one line) and the details (`--details`): both literal."""
+    from accelbench.cli.run_cmd import _print_details, _print_screen
     from accelbench.report.headline import headline
 
     spec = Spec.make("reduce", "numpy", f"cpu{value}", n=4096)
     results = SimpleNamespace(rows=[], skips=[Skip(spec, f"cannot: {value}")], measurements=[],
-                              findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite",
-                              headline=lambda: headline(
+                              findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite", devices={},
+                              machine={}, rigor="quick", headline=lambda: headline(
                                   [], unreached=[f"GPU{value} (cuda:0) found, not measured: driver {value}"]))
-    _print_summary(results)
+    _print_screen(results)
+    out = capsys.readouterr().out
+    assert "cannot" in out and f"saved in /tmp/{HOSTILE[value]}.sqlite" in " ".join(out.split())
+    assert f"driver {FIRST_LINE[value]}" in out  # the headline's lines, literally
+    _clean(out)
+    _print_details(results)
     out = capsys.readouterr().out
     assert f"cannot: {FIRST_LINE[value]}" in out and f"reduce numpy@cpu{HOSTILE[value]} n=4096" in out
     assert f"saved in /tmp/{HOSTILE[value]}.sqlite" in out
-    assert f"driver {FIRST_LINE[value]}" in out  # the headline's lines, literally
     _clean(out)
 
 

@@ -29,6 +29,7 @@ BAD_VALUES = [
     (["run"], "--db", ["", " ", NUL]),
     (["run"], "--rigor", ["extreme", ""]),
     (["run"], "--timeout", ["0", "-1", "inf", "-inf", "nan", "", "abc", "86401", "1e999", "10s"]),
+    (["run"], "--wait-quiet", ["0", "-5", "3601", "1.5", "abc", "inf"]),
     (["run"], "WORKLOAD", ["", "nosuch", "matmul,", ",stream", "matmul,nosuch", "matmul,,stream"]),
     (["runs"], "--limit", ["-1", "0", "1000001", "ten", "", "1e3", "99999999999999999999", HUGE]),
     (["runs"], "--db", ["", NUL]),
@@ -43,6 +44,7 @@ BAD_VALUES = [
     (["ceilings"], "--device", ["", " ", NUL]),
     (["export"], "--output", ["", "{folder}", "{link}", "{device}", NUL]),
     (["export"], "--db", [""]),
+    (["show"], "--db", [""]),
     (["report"], "--output", ["", "{file}", "{file}/sub", NUL]),
     (["report"], "--db", [""]),
     (["compare"], "--fail-if-slower", ["-1", "nan", "inf", "-inf", "abc", "", "1e999"]),
@@ -90,6 +92,7 @@ CASES = [pytest.param(prefix, option, value, id=f"{' '.join(prefix[:1])} {option
 # accepted ones (and tried below or in the files named)
 CHECKED_LATER = {
     ("export", "runs"), ("report", "runs"), ("compare", "runs"), ("project", "run"), ("project", "--to"),
+    ("show", "run"),
     ("import", "--tag"), ("submit", "--jobs-per"),
     # what goes into #SBATCH lines: cluster/ checks (tests/unit/test_slurm_script_injection.py)
     ("submit", "--partition"), ("submit", "--nodelist"), ("submit", "--gres"), ("submit", "--constraint"),
@@ -98,6 +101,7 @@ CHECKED_LATER = {
 }
 LATER_VALUES = [  # (argv, the bad value the message must name)
     (["export", ""], ""), (["export", "latest~x"], "latest~x"), (["report", "nosuchrun"], "nosuchrun"),
+    (["show", "nosuchrun"], "nosuchrun"), (["show", "latest~x"], "latest~x"),
     (["compare", "", "latest"], ""), (["compare", "latest", "nosuchrun"], "nosuchrun"), (["project", "--to", ""], ""),
     (["project", "--to", "h9000"], "h9000"), (["project", "nosuchrun", "--to", "h100"], "nosuchrun"),
     (["import", "--tag", "=x", "{file}"], "=x"), (["import", "--tag", "novalue", "{file}"], "novalue"),

@@ -16,10 +16,13 @@ from accelbench.store.db import Store
 def test_run_stores_verified_results_and_prints_tables(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
     code = main(["run", "matmul", "--sizes", "64,128", "--dtype", "float32", "--backend", "numpy",
-                 "--rigor", "quick", "--db", str(db), "--no-progress"])
+                 "--rigor", "quick", "--db", str(db), "--no-progress", "--details"])
     out = capsys.readouterr().out
     assert code == 0
     assert "matmul" in out and "GFLOP/s" in out and "baseline" in out and "1 thread" in out
+    assert main(["show", "--db", str(db)]) == 0  # the same tables for the stored run
+    shown = capsys.readouterr().out
+    assert "GFLOP/s" in shown and "baseline" in shown and "1 thread" in shown
     with Store(db) as store:
         (run,) = store.runs()
         results = store.results(run.id)
@@ -102,7 +105,7 @@ def test_the_answer_comes_first_in_the_terminal_and_in_json(tmp_path, capsys):
     pytest.importorskip("torch")
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.index("The answer") < out.index("matmul"), out  # before the first table
+    assert out.index("The answer") < out.index("Speed-ups"), out  # before the table
     entry = " ".join(out[out.index("The answer"):].split("•", 2)[1].split())  # wrapped at 80 columns when piped
     # against numpy's all cores, or, where torch was the fastest on the CPU (the baseline), against one core
     assert "torch@cpu" in entry and "the CPU, " in entry and ("all CPU cores" in entry or "one core" in entry)

@@ -271,12 +271,23 @@ def cpu_baselines(run: StoredRun) -> tuple[dict[str, Result], dict[str, Result]]
         if there is None or r.median() * margin < there.median():
             chosen[r.problem()] = r
 
+    ones = {(r.backend, r.problem()): r for r in cpu if r.threads == 1}
     for r in sorted(cpu, key=lambda r: r.backend != "numpy"):
-        if (r.threads or 0) == most and uses_its_threads(r):
+        if (r.threads or 0) == most and uses_its_threads(r) and not collapsed(r, ones.get((r.backend, r.problem()))):
             keep(all_cores, r)
         if r.threads == 1 and most > 1:
             keep(one, r)
     return all_cores, one
+
+
+def collapsed(r: Result, one: Result | None) -> bool:
+    """An all-cores result slower than its one-thread twin: beyond both medians' order-statistic
+    intervals, or at all where other processes disturbed it (no denominator, issue 42)."""
+    if one is None or r is one or (r.threads or 0) < 2:
+        return False
+    mine, theirs = order_statistic_interval(r.phases["compute"]), order_statistic_interval(one.phases["compute"])
+    seen = (r.telemetry.get("interference") or {}).get("compute") or {}
+    return mine[0] > theirs[1] or (r.median() > one.median() and bool(seen.get("disturbed")))
 
 
 @dataclass(frozen=True)
@@ -466,17 +477,20 @@ def device_peak(device: dict[str, Any] | None, metric: str, provenance: str) -> 
     return None
 
 
-def measured_best(run: StoredRun, device_id: str, metric: str) -> float | None:
+def measured_best(run: StoredRun, device_id: str, metric: str, threads: int | None = None) -> float | None:
     """The best rate a plainly valid matmul (FLOP/s) or stream (bandwidth) result of the run reached
-    on the device, or the inventory's stored measured peak, whichever is higher."""
+    on the device with the same threads (its configuration), or, for the most threads the run had
+    there, the inventory's stored measured peak, whichever is higher."""
     device = run.devices.get(device_id)
-    found = [device_peak(device, metric, "measured") or 0.0]
+    most = max(((r.threads or 0) for r in run.results if r.device == device_id), default=0) or None
+    found = [device_peak(device, metric, "measured") or 0.0] if threads == most else []
     for r in run.results:
         ceiling = "stream" if metric == "memory_bandwidth" else "matmul"
-        if r.trusted and r.device == device_id and r.workload == ceiling and peak_metric(r, device) == metric:
+        if (r.trusted and r.device == device_id and r.workload == ceiling and peak_metric(r, device) == metric
+                and r.threads == threads):
             value, _ = rate(r)
             found.append(value)
-    return max(found) or None
+    return max(found, default=0.0) or None
 
 
 def peak_shares(run: StoredRun, r: Result) -> tuple[float | None, float | None]:
@@ -489,7 +503,7 @@ def peak_shares(run: StoredRun, r: Result) -> tuple[float | None, float | None]:
     if metric is None or (unit == "B/s") != (metric == "memory_bandwidth"):
         return None, None
     sheet = device_peak(device, metric, "table") or device_peak(device, metric, "formula")
-    best = measured_best(run, r.device, metric)
+    best = measured_best(run, r.device, metric, r.threads) if r.trusted else None  # a noisy rate: no share
     return (value / best if best else None), (value / sheet if sheet else None)
 
 

@@ -82,7 +82,7 @@ def test_precision_tradeoff_quotes_the_time_ratio_and_the_fp32_error():
     [finding] = kinds(findings(analyse(ms, DEVICES), DEVICES, {}), "precision")
     assert finding.numbers["time_ratio_vs_float32"] == pytest.approx(2.5, rel=0.01)
     assert finding.numbers["float32_rel_error"] == 3e-6
-    assert "float64 is 2.5× slower than float32" in finding.text and "3.0e-06" in finding.text
+    assert "float64 is 2.50× slower [2.49–2.52] than float32" in finding.text and "3.0e-06" in finding.text
 
 
 def test_no_precision_finding_with_one_dtype():
@@ -173,6 +173,7 @@ def test_one_thread_beating_all_cores_flags_a_busy_machine():
     [finding] = kinds(findings(analyse(ms, DEVICES), DEVICES, {}), "cpu_scaling")
     assert finding.numbers["worst_ratio"] == pytest.approx(2.0, rel=0.01)
     assert finding.numbers["all_cores_threads"] == 2 and "quieter machine" in finding.text
+    assert "no baseline" in finding.text  # issue 42: a collapsed all-cores result is never a denominator
     # the synthetic CPU of the break-even runs scales (1.9× on two threads): nothing to flag
     assert not kinds(findings(break_even_rows(), DEVICES, {}), "cpu_scaling")
 

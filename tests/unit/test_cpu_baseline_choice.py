@@ -44,7 +44,7 @@ def test_a_faster_cpu_implementation_becomes_the_all_cores_baseline():
     assert rows[("numpy", "cpu", 2)].baseline_role is None
     assert rows[("numpy", "cpu", 2)].speedup_all.ratio == pytest.approx(0.8, rel=0.05)
     answer = headline(list(rows.values()))
-    assert "stream triad float64 on torch, 2 threads" in answer.cpu  # the answer names what the CPU ran
+    assert "stream triad float64 n=16,777,216 on torch, 2 threads" in answer.cpu  # the answer names what the CPU ran
     # torch on the CPU, the baseline of this work, is read against one core there (as deep learning is)
     entry = {d.series: d for d in answer.devices}["torch@cpu (2 threads)"]
     (memory,) = entry.comparisons

@@ -471,18 +471,25 @@ def check_sentence(text: str, stated: dict, whom: str, series: str) -> list[str]
 
 
 def check_cpu_sentence(run: oracle.StoredRun, document) -> list[str]:
-    """The CPU side's rate, share of its best measured rate and of its datasheet/formula peak."""
+    """The CPU side's rate, share of its best measured rate and of its datasheet/formula peak, for
+    the very work the answer compares (issue 42): the all-cores matmul baseline of the preferred
+    dtype (float32 first) at the largest size, its size said."""
     sentence = document["headline"]["cpu"] or ""
-    match = re.search(r"matmul (\w+) on [^:]*: [\d.]+ GFLOP/s, (\d+)% of the best this CPU was measured at, "
-                      r"(\d+)% of its (\w+) peak", sentence)
     all_cores, _ = oracle.cpu_baselines(run)
-    baselines = [r for r in all_cores.values() if r.workload == "matmul"]
-    baselines = [r for r in baselines if r.trusted] or baselines  # a noisy one only where none is plainly valid
+    baselines = [r for r in all_cores.values() if r.workload == "matmul" and oracle.rate(r)[0]]
     if not baselines:
         return []
-    best = max(baselines, key=lambda r: oracle.rate(r)[0])
+    for dtype in ("float32", "float64", "bfloat16", "float16"):
+        if any(r.params.get("dtype") == dtype for r in baselines):
+            baselines = [r for r in baselines if r.params.get("dtype") == dtype]
+            break
+    best = max(baselines, key=lambda r: r.size or 0.0)
+    if f"matmul {best.params.get('dtype')} n={best.size:,.0f} on" not in sentence:
+        return [f"the CPU sentence {sentence!r} is not about matmul {best.params.get('dtype')} n={best.size:,.0f}"]
     if not best.trusted:  # a noisy rate: no share of a peak stated
         return [] if "noisy: its share of a peak not stated" in sentence else [f"{sentence!r} states a noisy share"]
+    match = re.search(r"matmul (\w+) n=[\d,]+ on [^:]*: [\d.]+ GFLOP/s, (\d+)% of the best this CPU was measured "
+                      r"at, (\d+)% of its (\w+) peak", sentence)
     of_measured, of_sheet = oracle.peak_shares(run, best)
     if match is None:
         return [f"the CPU sentence {sentence!r} states no matmul share"]
@@ -565,7 +572,8 @@ def test_the_planted_contaminations_are_found_and_decide_nothing(synthetic):
     assert _stated(synthetic["json"], small.shown_on)["derived"]["speedups"]["vs_cpu_all_cores"]["verdict"] == "inconclusive"
     for e in (order, cross, apart):
         stated = _stated(synthetic["json"], e.shown_on)["derived"]["speedups"][e.field]
-        assert stated["verdict"] == "contaminated" and stated["text"].startswith("not decided, contaminated")
+        assert stated["verdict"] == "contaminated" and stated["text"].startswith("not decided")
+        assert "contaminated" in stated["text"]
     stated = _stated(synthetic["json"], noisy.shown_on)["derived"]["speedups"]["vs_cpu_all_cores"]
     assert not stated["contaminated"]  # a noisy side's median is no reference: the rounds stand alone
     assert (stated["ci_low"], stated["ci_high"]) == pytest.approx((noisy.figure.low, noisy.figure.high), rel=1e-12)
@@ -599,10 +607,12 @@ def test_shares_of_peak_of_the_synthetic_run(synthetic):
     wrong, above = check_peak_shares(synthetic["run"], synthetic["json"])
     wrong += check_cpu_sentence(synthetic["run"], synthetic["json"])
     assert not wrong, "\n".join(wrong)
-    # only plainly valid results set the best measured rate: a noisy one faster than all of them is
-    # stated above 100% of it (by definition, and named in the closing note of issue 25)
-    assert above == ['["matmul", "torch", "cuda:0", [["dtype", "float32"], ["n", 2000]]] (noisy) at 133% of the '
-                     'best measured']
+    # only plainly valid results set the best measured rate, and only a plainly valid one is stated
+    # against it (issue 42: a noisy result 33% faster than its configuration's best was stated at 133%)
+    assert above == []
+    noisy = _stated(synthetic["json"], synthetic["run"].by_key(oracle.spec_key(
+        "matmul", "torch", "cuda:0", {"dtype": "float32", "n": 2000})))["derived"]
+    assert noisy["percent_of_measured_peak"] is None and noisy["rate"] is not None
     capped = _stated(synthetic["json"], synthetic["run"].by_key(oracle.spec_key(
         "reduce", "torch", "cuda:0", {"dtype": "float32", "n": 1 << 26})))["derived"]
     assert capped["percent_of_datasheet_peak"] > 100  # above the datasheet: said as it is, not clipped

@@ -183,7 +183,8 @@ def _assert_counts_nowhere(m, reason_part):
 
 
 @pytest.mark.parametrize("cheat, reason", [
-    (CachingByIdentity, "cache results for repeated inputs"),
+    # the inputs change their values in place before every timed block: the cached product is wrong
+    (CachingByIdentity, "check failed"),
     (StaleBuffer, "check failed"),
     (SkipsWork, "check failed"),
 ])

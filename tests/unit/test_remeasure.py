@@ -29,7 +29,8 @@ class _Watch:
         return None
 
 
-def _measured(monkeypatch, disturbed_attempts: int, first_wall_s: float | None = None, busy: bool = False):
+def _measured(monkeypatch, disturbed_attempts: int, first_wall_s: float | None = None, busy: bool = False,
+              rigor: str = "standard"):
     """A stream result whose first `disturbed_attempts` compute timings carry a drift warning."""
     monkeypatch.setattr(execute.quiesce, "settle", lambda *a, **k: None)
     monkeypatch.setattr(execute.contention, "watch", lambda *a, **k: _Watch(busy))
@@ -51,7 +52,7 @@ def _measured(monkeypatch, disturbed_attempts: int, first_wall_s: float | None =
     clock = FakeClock(jitter=0.01, seed=7)
     backend = FakeBackend(clock, kernel_s=1e-3, device="cpu", transfer_s_per_byte=1e-9)
     spec = Spec.make("stream", backend.name, "cpu", kernel="triad", n=4096, dtype="float64")
-    m = measure_item(PlanItem(spec, None), backend, RIGORS["quick"], seed=3, clock=clock,
+    m = measure_item(PlanItem(spec, None), backend, RIGORS[rigor], seed=3, clock=clock,
                      trust=TrustContext(probe_sync=False))
     return m, len(attempts)
 
@@ -78,8 +79,15 @@ def test_an_undisturbed_timing_is_taken_once(monkeypatch):
     assert not any(kind_of(w) == REMEASURED for w in m.warnings)
 
 
+def test_a_quick_answer_takes_its_one_attempt(monkeypatch):
+    """At quick rigor a disturbed timing stays as it was (noisy), not taken again: a quick answer
+    spends its minute on the work, not on second attempts."""
+    m, attempts = _measured(monkeypatch, disturbed_attempts=1, rigor="quick")
+    assert attempts == 1 and m.verdict == NOISY
+
+
 def test_a_long_disturbed_timing_is_not_taken_again(monkeypatch):
-    budget_s = RIGORS["quick"].budget_s
+    budget_s = RIGORS["standard"].budget_s
     m, attempts = _measured(monkeypatch, disturbed_attempts=1,
                             first_wall_s=(execute.RETRY_MAX_BUDGETS + 1) * budget_s)
     assert attempts == 1 and m.verdict == NOISY

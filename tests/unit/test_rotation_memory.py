@@ -65,8 +65,9 @@ def test_a_released_stream_lets_every_array_go(monkeypatch):
 
 
 def test_the_baseline_and_a_device_prepared_together_share_their_host_inputs_and_reference():
-    """Two instances of one problem (a part of the paired rounds) hold one copy of the host side;
-    released, nothing holds it."""
+    """Two instances of one problem (a part of the paired rounds) hold one copy of the host side
+    (the inputs; no whole float64 reference is held any more: the check computes the elements it
+    judges, workloads/sampled_check.py); released, nothing holds it."""
     params = {"kernel": "triad", "n": 4096, "dtype": "float64"}
     held: list[weakref.ref] = []
     first = memory.Stream().prepare(NumpyBackend(), "cpu", params, 7)
@@ -78,9 +79,9 @@ def test_the_baseline_and_a_device_prepared_together_share_their_host_inputs_and
     rotations = [p.refresh.__self__ for p in (first, second)]  # type: ignore[union-attr]  # Rotation.refresh
     assert all(isinstance(r, Rotation) for r in rotations)
     for a, b in zip(*(r.variants for r in rotations)):
-        assert all(x is y for x, y in zip(a.hosts, b.hosts)) and a.reference is b.reference
+        assert all(x is y for x, y in zip(a.hosts, b.hosts)) and a.reference is None is b.reference
         assert all(x is not y for x, y in zip(a.inputs, b.inputs)) and a.out is not b.out  # each its own
-        held += [weakref.ref(h) for h in a.hosts] + [weakref.ref(a.reference)]
+        held += [weakref.ref(h) for h in a.hosts]
     first.release()
     second.release()
     del rotations, a, b

@@ -61,7 +61,7 @@ def test_busy_run_names_the_cause_and_advises_only_what_was_not_done():
         "Busy machine: 4 of 12 results were measured while other processes used 48% of the cores on average "
         "(noisy); close other programs or run them under `nice -n 19`, or pin with `taskset -c`.")
     assert rigorous.caveats[1] == ("4 of 12 results are not plainly valid (4 noisy): other processes ran "
-                                   "alongside (4). The verdicts below name each one.")
+                                   "alongside (4). Each result's verdict names why (`accelbench show`).")
     unsteady = [replace(m, target_met=False) for m in busy]  # the findings' advice fits the rigor too
     advice = " ".join(f.text for f in findings(analyse(unsteady, DEVICES), DEVICES, rigor="rigorous"))
     assert "not steady" in advice and "--rigor rigorous" not in advice

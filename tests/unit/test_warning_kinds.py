@@ -16,11 +16,12 @@ from accelbench.report.advice import findings
 from accelbench.report.analysis import analyse
 from accelbench.report.headline import caveat_lines
 from accelbench.results import Measurement, Spec
-from accelbench.runner import audit, execute
+from accelbench.runner import audit, block_audit, execute
 from accelbench.runner.execute import TrustContext, measure_item
 from accelbench.runner.plan import PlanItem
 from accelbench.store.db import Store
 from accelbench.timing import sync_probe
+from accelbench.workloads import rotation
 from accelbench.timing.contention import Interference
 from accelbench.verdict import Caveat, caveats_from_json, caveats_to_json, kind_of
 from accelbench.timing.rigor import RIGORS
@@ -59,6 +60,8 @@ def _measured(monkeypatch, *, drifting: bool) -> Measurement:
     # the sync proof draws its order from the system's entropy and reads this process's real CPU time:
     # on a loaded machine it once said "not proven" in one of the two measurements. Seeded, and no CPU clock.
     monkeypatch.setattr(audit, "_PRIVATE", random.Random(5))
+    monkeypatch.setattr(block_audit, "private_draw", lambda: random.Random(5))  # the timed blocks' lengths
+    monkeypatch.setattr(rotation, "_PRIVATE", random.Random(6))  # the values changed, the elements judged
     monkeypatch.setattr(audit, "prove", functools.partial(sync_probe.prove, cpu_clock=None))
     clock = FakeClock(jitter=0.3, seed=7)
     cost = (lambda i: 1e-3 * (1 + i / 300)) if drifting else 1e-3

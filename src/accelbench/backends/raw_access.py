@@ -26,18 +26,18 @@ _FILLERS = {
 }
 
 
-def _framework(array: Any) -> str:
+def framework_name(array: Any) -> str:
     return type(array).__module__.split(".")[0]
 
 
 def known(array: Any) -> bool:
     """Whether accelbench can write and read `array` through its framework."""
-    return _framework(array) in _FILLERS or _framework(array) in ("jax", "jaxlib")
+    return framework_name(array) in _FILLERS or framework_name(array) in ("jax", "jaxlib")
 
 
 def poison(array: Any) -> bool:
     """Fill `array` with NaN through its framework; False where it cannot (immutable, unknown, integer)."""
-    filler = _FILLERS.get(_framework(array))
+    filler = _FILLERS.get(framework_name(array))
     if filler is None:
         return False
     try:
@@ -56,7 +56,7 @@ def poison_scattered(array: Any, draw: Callable[[int, int], Any]) -> bool:
     A backend that rewrites part of its output can sample a few elements to see a whole-buffer
     poison coming and do the full work only then; it cannot sample its way to a few elements in a
     thousand: a call that leaves any of them unwritten fails the check."""
-    framework = _framework(array)
+    framework = framework_name(array)
     if framework not in ("numpy", "torch", "cupy") or not getattr(array, "ndim", 0):
         return False
     size = int(getattr(array, "size", 0) if framework != "torch" else array.numel())
@@ -93,7 +93,7 @@ def dtype_name(array: Any) -> str | None:
 
 def first_element(array: Any) -> Any:
     """A one-element view of `array` (reading it back waits only for the work that made it)."""
-    framework = _framework(array)
+    framework = framework_name(array)
     if framework not in ("numpy", "torch", "cupy", "jax", "jaxlib", "pyopencl"):
         return array
     try:

@@ -17,7 +17,9 @@ def collect() -> dict:
     for name in workload_names():
         try:
             workload = get_workload(name)
-        except Exception:  # noqa: BLE001 - a workload that cannot load here is not listed
+        except Exception as exc:  # noqa: BLE001 - a workload refused here is listed with the reason
+            workloads.append({"name": name, "description": "", "dtypes": [], "size_param": "",
+                              "in_quick_suite": False, "refused": str(exc)})
             continue
         workloads.append({"name": name, "description": workload.description, "dtypes": list(workload.dtypes),
                           "size_param": workload.size_param, "in_quick_suite": name in QUICK_SUITE})
@@ -55,6 +57,11 @@ def run(args) -> int:
     for column in columns:
         table.add_column(column, no_wrap=column != columns[-1 if narrow else 1] and column != "dtypes")
     for w in listing["workloads"]:
+        if w.get("refused"):
+            refused = f"[yellow]refused[/]: {literal(w['refused'])}"
+            table.add_row(literal(w["name"]), "", "", refused) if narrow else \
+                table.add_row(literal(w["name"]), refused, "", "", "")
+            continue
         quick = "yes" if w["in_quick_suite"] else ""
         if narrow:
             table.add_row(literal(w["name"]), literal(w["size_param"]), quick,

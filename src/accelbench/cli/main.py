@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("accelbench.cli.list_cmd", "show workloads, backends and the devices they reach"),
     "run": ("accelbench.cli.run_cmd", "measure workloads on every available device, verified, stored"),
     "runs": ("accelbench.cli.runs_cmd", "list the runs stored in the results database"),
+    "show": ("accelbench.cli.show_cmd", "every figure of a stored run: the answer, a table per workload, findings"),
     "peak": ("accelbench.cli.peak_cmd", "a device's maximum and sustained matmul rate, with clock and power"),
     "ceilings": ("accelbench.cli.ceilings_cmd", "this machine's measured ceilings; --forget sets them aside"),
     "export": ("accelbench.cli.export_cmd", "write stored runs as a JSON document or a CSV table (--format csv)"),

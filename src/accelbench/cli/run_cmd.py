@@ -8,6 +8,8 @@ from accelbench.backends.base import DTYPES
 from accelbench.errors import UsageError
 from accelbench.vocabulary import RIGOR_NAMES
 
+WAIT_QUIET_S = 60
+
 
 def add_arguments(parser) -> None:
     from accelbench.cli import validate
@@ -36,6 +38,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the results as JSON instead of tables (schema: docs/results-schema.md)")
     parser.add_argument("--schema", action="store_true", help="print the JSON schema of --json output and exit")
+    parser.add_argument("--details", action="store_true",
+                        help="after the answer, every result's table, the skips and the findings "
+                             "(`accelbench show` prints them for a stored run)")
+    parser.add_argument("--wait-quiet", nargs="?", const=WAIT_QUIET_S, default=None, metavar="SECONDS",
+                        type=validate.whole_number(1, 3600),
+                        help=f"before measuring, wait until other processes leave the cores idle, at most "
+                             f"SECONDS (default {WAIT_QUIET_S}); then run whatever the load")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-telemetry", action="store_true", help="do not sample utilisation, clocks and energy")
     parser.add_argument("--verbose", action="store_true",
@@ -111,6 +120,7 @@ def _run(args) -> int:
     unreached = unreached_devices(inventory.devices, backends)
     if not args.json:
         _print_unreached(unreached)
+    _look_before(args.wait_quiet)
     selection = {"workloads": args.workloads, "sizes": args.sizes, "dtypes": args.dtype,
                  "devices": args.device, "backends": args.backend, "suite": "quick" if suite else None}
     # the epoch lines and a live progress bar would overwrite each other
@@ -129,8 +139,10 @@ def _run(args) -> int:
                        "busy_machine": run_notice(results.measurements, results.rigor)})
         json.dump(data, sys.stdout, indent=2, default=_jsonable, allow_nan=False)
         sys.stdout.write("\n")
+    elif args.details:
+        _print_details(results)
     else:
-        _print_summary(results)
+        _print_screen(results)
     if results.interrupted:
         print(f"accelbench run: interrupted: {len(results.measurements)} results and {len(results.skips)} "
               f"skips saved in run {results.run_id} ({results.db_path})", file=sys.stderr)
@@ -140,6 +152,33 @@ def _run(args) -> int:
               f"{_commonest_reason(results.skips)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _look_before(wait_s: int | None) -> None:
+    """A look of half a second at the machine before the first measurement (timing/busy_look.py):
+    one line if other processes hold the cores; with --wait-quiet, a bounded wait for them to stop."""
+    from accelbench.terminal import printable
+    from accelbench.timing import busy_look
+
+    if wait_s is None:
+        line = busy_look.busy_line(busy_look.look())
+        if line:
+            print(printable(f"accelbench run: busy: {line}"), file=sys.stderr, flush=True)
+        return
+    told: list[str] = []
+
+    def waiting(line: str) -> None:
+        if not told:
+            print(printable(f"accelbench run: waiting up to {wait_s} s for a quiet machine: {line}"),
+                  file=sys.stderr, flush=True)
+            told.append(line)
+    quiet, seen = busy_look.wait_quiet(float(wait_s), waiting)
+    if not quiet:
+        line = busy_look.busy_line(seen) or "its load could not be read"
+        print(printable(f"accelbench run: still busy after {wait_s} s, measuring anyway: {line}"),
+              file=sys.stderr, flush=True)
+    elif told:
+        print("accelbench run: the machine is quiet now", file=sys.stderr, flush=True)
 
 
 def _commonest_reason(skips: list) -> str:
@@ -210,20 +249,22 @@ def _jsonable(value):
     return str(value)
 
 
-def _print_summary(results) -> None:
-    from accelbench.report.findings import render_findings
-    from accelbench.report.headline import render_headline
-    from accelbench.report.summary import render_summary
-    from accelbench.terminal import console as make_console
-    from accelbench.terminal import literal
+def _print_details(results) -> None:
+    """The answer in full, a table per workload, skips and findings (`accelbench show` for a stored run)."""
+    from accelbench.cli.show_cmd import print_details
 
-    console = make_console()
-    render_headline(results.headline(), console)  # the answer first; the busy-machine notice is among its caveats
-    render_summary(results.rows, results.skips, console)
-    render_findings(results.findings(), console)
-    console.print()
-    console.print(f"Run [bold]{literal(results.run_id)}[/]: {len(results.measurements)} results, "
-                  f"{len(results.skips)} skipped, saved in {literal(results.db_path)}")
+    print_details(results.rows, results.skips, results.devices, results.machine, rigor=results.rigor,
+                  run_line=f"Run {results.run_id}: {len(results.measurements)} results, {len(results.skips)} "
+                           f"skipped, saved in {results.db_path}")
+
+
+def _print_screen(results) -> None:
+    """One screen: the answer, its speed-ups, the caveats, where everything else is (report/run_screen.py)."""
+    from accelbench.report.run_screen import render_run
+    from accelbench.terminal import console as make_console
+
+    render_run(results.headline(), results.skips, make_console(), run_id=results.run_id, db_path=results.db_path,
+               results=len(results.measurements))
 
 
 class _progress:
@@ -269,10 +310,15 @@ class _progress:
         from accelbench.timing.stats import median
         from accelbench.units import format_seconds
 
+        from accelbench.terminal import output_width
+
         self.done += 1
         if hasattr(result, "samples_s"):
             outcome = f"{format_seconds(median(result.samples_s))}, {result.verdict}"
         else:
             outcome = f"skipped: {result.reason.splitlines()[0]}"
-        print(printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} "
-                        f"{params_text(item.spec)}: {outcome}"), file=sys.stderr, flush=True)
+        what = printable(f"[{self.done}/{self.total}] {item.spec.workload} {where(item.spec)} {params_text(item.spec)}")
+        width = output_width(sys.stderr) or 80
+        room = max(10, width - len(outcome) - 2)  # the outcome whole; the spec cut where the line would pass the width
+        shown = what if len(what) <= room else what[:room - 1] + "…"
+        print(f"{shown}: {printable(outcome)}"[:width], file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from accelbench.report.advice_blas import blas_kernels
 from accelbench.report.advice_checks import check_failures, cpu_scaling, thread_baseline, unstable, wrong_device
+from accelbench.report import ratio_text
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding  # noqa: F401 - shared names
 from accelbench.report.precision import precision_tradeoffs
 from accelbench.report.crossover import Curve, classify, find_crossing
@@ -45,8 +46,9 @@ def findings(rows: list[Row], devices: dict | None = None, machine: dict | None 
 
 
 def _x(ratio: stats.RatioCI) -> str:
+    """A speed-up as every table says it (report/ratio_text.py: never below 1), with its basis."""
     basis = f" ({ratio.basis()})" if hasattr(ratio, "basis") else ""  # paired rounds or not
-    return f"{ratio.ratio:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]{basis}"
+    return f"{ratio_text.phrase(ratio)}{basis}"
 
 
 def _pct(value: float | None) -> str:
@@ -306,14 +308,8 @@ def _precision_finding(label: str, fp32: Row, other: Row, dtype: str) -> Finding
     ratio = other.vs_float32 or bootstrap.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
     n = size_of(fp32.spec)
     verdict = ratio.verdict()
-    if verdict == "same":
-        speed = f"{dtype} runs at the speed of float32 ({ratio.ratio:.2f}× the time)"
-    elif verdict == "inconclusive":
-        speed = f"{dtype} and float32 cannot be told apart ({_x(ratio)} the time)"
-    elif ratio.ratio >= 1:
-        speed = f"{dtype} is {ratio.ratio:.1f}× slower than float32 [{ratio.low:.1f}–{ratio.high:.1f}]"
-    else:
-        speed = f"{dtype} is {1 / ratio.ratio:.1f}× faster than float32 [{1 / ratio.high:.1f}–{1 / ratio.low:.1f}]"
+    # the time of `dtype` over float32's, seen from `dtype`'s side: its speed-up over float32
+    speed = ratio_text.compared(ratio_text.inverted(ratio), dtype, "float32")
     errors = (f"relative error against the float64 reference: float32 {fp32.measurement.check.max_rel_error:.1e}, "
               f"{dtype} {other.measurement.check.max_rel_error:.1e}")
     return Finding("precision", INFO, f"matmul n = {_n(n)} on {label}: {speed}; {errors}.",

@@ -9,6 +9,9 @@ from typing import Any
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
+from accelbench.runner.speedups import collapsed_baselines
+from accelbench.timing import stats
+from accelbench.units import format_seconds
 from accelbench.verdict import DRIFT, UNSTABLE, Caveat
 
 
@@ -149,22 +152,24 @@ def _what_helps(rigor: str | None, numbers: dict[str, Any]) -> str:
 
 
 def cpu_scaling(rows: list[Row]) -> list[Finding]:
-    """One thread beating all cores means the cores were busy elsewhere (or the work too small):
-    the 'all cores' baseline is then slow, and every speed-up against it flattering."""
-    one = [(r, r.speedup_all) for r in rows if r.baseline_role == "cpu_one_thread" and r.speedup_all is not None]
-    faster = [(r, ci) for r, ci in one if ci.verdict() == "faster"]
-    if not faster:
+    """The CPU on all cores slower than on one thread (runner/speedups.py collapsed_baselines, the one
+    derivation the baselines and the answer's caveat read too): the cores were busy elsewhere, or the
+    work too small to share. Such a result is no baseline; said as a fact about the machine."""
+    found = collapsed_baselines([r.measurement for r in rows])
+    if not found:
         return []
-    worst, worst_ci = max(faster, key=lambda pair: pair[1].ratio)
-    threads = max((r.measurement.threads or 0 for r in rows if r.baseline_role == "cpu_all_cores"), default=0)
-    # the baselines are the fastest CPU implementations measured (numpy, or torch / jax on the CPU)
-    named = sorted({r.spec.backend for r, _ in faster})
+
+    def slowdown(pair) -> float:
+        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
+    worst, one = max(found, key=slowdown)
+    threads = worst.threads or 0
+    named = sorted({m.spec.backend for m, _ in found})
     return [Finding("cpu_scaling", WARNING, (
-        f"The CPU on one thread ({', '.join(named)}) beat the CPU on {threads} threads in {len(faster)} of "
-        f"{len(one)} comparisons "
-        f"(up to {worst_ci.ratio:.2f}× [{worst_ci.low:.2f}–{worst_ci.high:.2f}], "
-        f"{worst.spec.workload} {_params(worst.spec)}): the cores were busy with other work, or these sizes "
-        f"are too small to share; speed-ups against the all-cores baseline are flattered. "
-        f"Rerun on a quieter machine."),
-        {"faster_on_one_thread": len(faster), "compared": len(one), "all_cores_threads": threads,
-         "worst_ratio": worst_ci.ratio})]
+        f"The CPU on {threads} threads ran slower than on one ({', '.join(named)}) in {len(found)} "
+        f"comparison{'s' if len(found) != 1 else ''} (up to {slowdown((worst, one)):.2f}× slower: "
+        f"{format_seconds(stats.median(worst.samples_s))} against {format_seconds(stats.median(one.samples_s))}, "
+        f"{worst.spec.workload} {_params(worst.spec)}): another process holds a core and the thread pool waits "
+        "for it, or this size is too small to share. It is no baseline: speed-ups against all cores there use "
+        "another CPU implementation, or are not stated. Rerun on a quieter machine."),
+        {"slower_on_all_cores": len(found), "all_cores_threads": threads,
+         "worst_ratio": slowdown((worst, one))})]

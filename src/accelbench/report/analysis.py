@@ -82,10 +82,12 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
         device = devices.get(m.spec.device)
         sheet = (device.peak(metric, "table") or device.peak(metric, "formula")) if device and metric else None
         key = baseline_key(m)
+        peak_key = (m.spec.device, metric, m.threads)
         rows.append(Row(
             measurement=m, summary=summary, rate=rate, rate_unit=unit, metric=metric,
-            of_measured=rate / best[(m.spec.device, metric)] if rate and metric and (m.spec.device, metric) in best
-            else None,
+            # against the best of the same configuration (device, unit, threads), and only for a rate
+            # that is itself a figure (a noisy one could pass its configuration's best valid rate)
+            of_measured=rate / best[peak_key] if rate and metric and peak_key in best and m.trusted else None,
             of_datasheet=rate / sheet.value if rate and sheet else None,
             datasheet_provenance=sheet.provenance if sheet else None,
             speedup_all=speedups.get(id(m), {}).get(CPU_ALL_CORES),
@@ -97,13 +99,21 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
     return rows
 
 
-def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str], float]:
-    """Best qualifying rate per (device, metric), in this run or stored (the inventory's measured peaks)."""
-    best = {key: c.value for key, c in best_ceilings(((m, "") for m, *_ in prelim), devices).items()}
+def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str, int | None], float]:
+    """Best qualifying rate per configuration (device, metric, threads) in this run; the inventory's
+    stored measured peaks join the configuration of the most threads (a device's whole)."""
+    best: dict[tuple[str, str, int | None], float] = {}
+    for m, *_ in prelim:
+        for (device_id, metric), ceiling in best_ceilings([(m, "")], devices).items():
+            key = (device_id, metric, m.threads)
+            best[key] = max(best.get(key, 0.0), ceiling.value)
+    most: dict[str, int | None] = {}
+    for m, *_ in prelim:
+        most[m.spec.device] = max(most.get(m.spec.device) or 0, m.threads or 0) or None
     for m, _, rate, _, metric in prelim:
         device = devices.get(m.spec.device)
         stored = device.peak(metric, "measured") if device and metric else None
-        if stored:
-            key = (m.spec.device, metric)
+        if stored and m.threads == most.get(m.spec.device):
+            key = (m.spec.device, metric, m.threads)
             best[key] = max(best.get(key, 0.0), stored.value)
     return best

@@ -2,22 +2,16 @@
 "the CPU reached 85% of what it can". One sentence for the headline, from the baseline rows."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from accelbench.report.analysis import Row
 from accelbench.results import cores_used
+from accelbench.runner import answer_scope
+from accelbench.runner.speedups import baseline_key
 from accelbench.units import format_si
 from accelbench.vocabulary import Role
-from accelbench.workloads.registry import workloads_of_role
 
 ROLES_SHOWN: tuple[Role, ...] = ("compute-bound", "memory-bound")  # the answer's two kinds of work, as workloads declare
-
-
-def _best(rows: list[Row], workload: str) -> Row | None:
-    """The fastest plainly valid row; a noisy one only where no row is plainly valid."""
-    found = [r for r in rows if r.spec.workload == workload and r.rate and r.measurement.valid]
-    found = [r for r in found if r.measurement.trusted] or found
-    return max(found, key=lambda r: r.rate or 0.0) if found else None
 
 
 def _share(row: Row) -> str:
@@ -38,18 +32,27 @@ def _how(row: Row) -> str:
     return f"{named}; CPU time / wall time {used:.2f}" if used is not None else str(named)
 
 
-def cpu_sentence(rows: Iterable[Row]) -> str | None:
+def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = None) -> str | None:
     """'The CPU side (all cores): matmul float32 n=1,000 on numpy, 2 threads: 202 GFLOP/s, 100% of …;
-    stream triad on numpy, 2 threads, blocked; CPU time / wall time 1.97: 38.5 GB/s, …'."""
-    baseline = [r for r in rows if r.baseline_role == "cpu_all_cores"]
+    stream triad float64 n=8,388,608 on numpy, 2 threads, blocked: 38.5 GB/s, …': the baselines of the
+    very work the answer compares (`compared`: role -> the problem, speedups.baseline_key), else of
+    what runner/answer_scope.py would state among the baselines (the same workload, dtype and size)."""
+    baseline = [r for r in rows if r.baseline_role == "cpu_all_cores" and r.rate and r.measurement.valid]
+    by_id = {id(r.measurement): r for r in baseline}
+    by_problem = {baseline_key(r.measurement): r for r in baseline}
+    stated = dict(answer_scope.stated([r.measurement for r in baseline]))
     parts = []
     for role in ROLES_SHOWN:  # of several of one role, the first in the registry's order (matmul, stream)
-        names = workloads_of_role((r.measurement for r in baseline), role)
-        workload = names[0] if names else ""
-        row = _best(baseline, workload)
+        if compared is not None:
+            row = by_problem.get(compared[role]) if role in compared else None
+        else:
+            chosen = stated.get(role)
+            row = by_id.get(id(chosen)) if chosen is not None else None
         if row is None:
             continue
-        what = " ".join(str(p) for p in (workload, row.spec.param("kernel"), row.spec.param("dtype")) if p)
+        size = answer_scope.size_of(row.spec)
+        what = " ".join(str(p) for p in (row.spec.workload, row.spec.param("kernel"), row.spec.param("dtype"),
+                                         f"n={size:,.0f}" if size is not None else None) if p)
         # a noisy rate is no measured figure to set against a peak: said as noisy, with no share
         share = _share(row) if row.measurement.trusted else f"{row.measurement.verdict}: its share of a peak not stated"
         parts.append(f"{what} on {_how(row)}: {format_si(row.rate or 0.0, row.rate_unit)}"

@@ -11,12 +11,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from accelbench.runner.answer_scope import SIZE_PARAMS, size_of  # noqa: F401 - re-exported
 from accelbench.devices.model import Device, device_from_dict
 from accelbench.results import Measurement, Skip
 from accelbench.report.analysis import Row, analyse
 from accelbench.vocabulary import ITEMSIZE
 
-SIZE_PARAMS = ("n", "bytes")  # the parameter that sets a workload's problem size
 
 
 @dataclass
@@ -114,14 +114,6 @@ def series_label(spec) -> str:
     threads = spec.param("threads")
     suffix = f" ({threads} thread{'s' if threads != 1 else ''})" if threads else ""
     return f"{spec.backend}@{spec.device}{suffix}"
-
-
-def size_of(spec) -> float | None:
-    for name in SIZE_PARAMS:
-        value = spec.param(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return None
 
 
 def matmul_footprint_bytes(n: int, dtype: str) -> int:

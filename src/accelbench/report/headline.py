@@ -22,13 +22,14 @@ from accelbench.report.analysis import Row
 from accelbench.report.cpu_text import cpu_sentence
 from accelbench.report.data import series_label, size_of, transfer_share
 from accelbench.report.reason_kinds import reason_kind
+from accelbench.results import Measurement
+from accelbench.runner import answer_scope
 from accelbench.runner.load_bias import short_reason
-from accelbench.runner.speedups import SpeedupCI, framework_is_cpu_baseline
+from accelbench.runner.speedups import SpeedupCI, baseline_key, collapsed_baselines, framework_is_cpu_baseline
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.vocabulary import Role
-from accelbench.workloads.registry import workloads_of_role
 
-DTYPE_PREFERENCE = ("float32", "float64", "bfloat16", "float16")
+DTYPE_PREFERENCE = answer_scope.DTYPE_PREFERENCE
 VERDICT_ORDER = ("valid", "noisy", "unverified", "invalid")
 HEADLINE_LINES_SHOWN = 8  # sentences in repr()
 
@@ -41,6 +42,7 @@ class WorkComparison:
     what: str                       # "matmul float32 n=1,000"
     vs_all_cores: SpeedupCI | None
     vs_one_core: SpeedupCI | None
+    problem: tuple = ()             # the work compared (speedups.baseline_key): the CPU side states its baseline
 
     def to_dict(self) -> dict[str, Any]:
         from accelbench.report.derived import speedup_dict
@@ -154,14 +156,15 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
     verdicts = []
     for series, items in sorted(by_series.items(), key=lambda kv: (kv[1][0].spec.device == "cpu", kv[0])):
         device = items[0].spec.device
-        moved = [r for r in items if r.speedup_end_to_end is not None and r.measurement.valid]
+        moved = [r for r in items if "end_to_end" in r.measurement.phases_s and r.measurement.valid]
         e2e = _largest(_preferred(_of_role(moved, "compute-bound")) or moved)
         verdicts.append(DeviceVerdict(
             series=series, device=device, description=descriptions.get(device, device),
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
             transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items),
             why_not_compared=_why_not_compared(items, rows)))
-    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows), results=len(rows))
+    compared = {c.kind: c.problem for d in verdicts for c in d.comparisons if c.vs_all_cores is not None}
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows, compared), results=len(rows))
 
 
 def device_description(record: Mapping[str, Any]) -> str:
@@ -180,6 +183,7 @@ def device_description(record: Mapping[str, Any]) -> str:
 def caveat_lines(rows: list[Row], busy_notice: str | None = None) -> list[str]:
     """What qualifies the answer, grouped: the machine was busy; how many results are not plainly valid, and why."""
     found = [busy_notice[0].upper() + busy_notice[1:] + "."] if busy_notice else []
+    found += [text for text in [collapsed_text(rows)] if text]
     statuses = Counter(r.measurement.verdict for r in rows)
     doubtful = sum(n for v, n in statuses.items() if v != "valid")
     if doubtful:
@@ -188,8 +192,30 @@ def caveat_lines(rows: list[Row], busy_notice: str | None = None) -> list[str]:
         counts = ", ".join(f"{statuses[v]} {v}" for v in VERDICT_ORDER[1:] if statuses.get(v))
         reasons = "; ".join(f"{kind} ({n})" for kind, n in why.most_common(4))
         found.append(f"{doubtful} of {len(rows)} results are not plainly valid ({counts})"
-                     + (f": {reasons}" if reasons else "") + ". The verdicts below name each one.")
+                     + (f": {reasons}" if reasons else "") + ". Each result's verdict names why (`accelbench show`).")
     return found
+
+
+def collapsed_text(rows: list[Row]) -> str:
+    """Where the CPU's all-cores results ran slower than one thread (runner/speedups.py
+    collapsed_baselines): no denominator; said once, with the worst case."""
+    from accelbench.units import format_seconds
+
+    from accelbench.timing import stats
+
+    found = collapsed_baselines([r.measurement for r in rows])
+    if not found:
+        return ""
+    def slowdown(pair) -> float:
+        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
+    worst, one = max(found, key=slowdown)
+    size = size_of(worst.spec)
+    what = " ".join(str(p) for p in (worst.spec.workload, worst.spec.param("kernel"), worst.spec.param("dtype"),
+                                     f"n={size:,.0f}" if size is not None else None) if p)
+    many = f"{len(found)} cases, worst " if len(found) > 1 else ""
+    return (f"The CPU ran slower on all cores than on one thread ({many}{what}: {worst.spec.backend}, "
+            f"{worst.threads} threads {format_seconds(stats.median(worst.samples_s))} against one "
+            f"{format_seconds(stats.median(one.samples_s))}): another process holds a core. No baseline there.")
 
 
 def _threads(row: Row) -> int:
@@ -202,43 +228,30 @@ def _series(row: Row) -> str:
     return label.split(" (")[0] if row.spec.device != "cpu" else label
 
 
-def _largest(rows: Iterable[Row]) -> Row | None:
-    """The row of the largest size; a workload without a size (deep learning) gives its first row."""
-    rows = list(rows)
-    kept = [r for r in rows if size_of(r.spec) is not None]
-    return max(kept, key=lambda r: size_of(r.spec) or 0.0) if kept else (rows[0] if rows else None)
+def _rows_of(chosen: Iterable[Measurement], rows: Iterable[Row]) -> list[Row]:
+    """The rows of `chosen` measurements, in their order."""
+    by_id = {id(r.measurement): r for r in rows}
+    return [by_id[id(m)] for m in chosen if id(m) in by_id]
+
+
+def _largest(rows: list[Row]) -> Row | None:
+    """The row of the largest size (runner/answer_scope.py); a workload without a size gives its first row."""
+    found = _rows_of(filter(None, [answer_scope.largest(r.measurement for r in rows)]), rows)
+    return found[0] if found else None
 
 
 def _preferred(rows: list[Row]) -> list[Row]:
     """The rows of the preferred dtype (float32 first: what accelerators are bought for)."""
-    dtypes = {str(r.spec.param("dtype")) for r in rows}
-    for dtype in DTYPE_PREFERENCE:
-        if dtype in dtypes:
-            return [r for r in rows if str(r.spec.param("dtype")) == dtype]
-    return rows
+    return _rows_of(answer_scope.preferred([r.measurement for r in rows]), rows)
 
 
 def _comparisons(items: list[Row]) -> list[WorkComparison]:
+    """What the answer states for one series (runner/answer_scope.py `stated`: the paired rounds read it too)."""
     compared = [r for r in items if r.measurement.valid and (r.speedup_all or r.speedup_one)]
-    found = []
-    compute = _largest(_preferred(_of_role(compared, "compute-bound")))
-    if compute:
-        found.append(_comparison("compute-bound", compute))
-    candidates = _of_role(compared, "memory-bound")
-    triads = [r for r in candidates if r.spec.param("kernel") in (None, "triad")]
-    memory = _largest(_preferred(triads or candidates))
-    if memory:
-        found.append(_comparison("memory-bound", memory))
-    for workload in sorted({r.spec.workload for r in compared if framework_is_cpu_baseline(r.spec.workload)}):
-        row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
-        if row:  # deep learning, against the same framework on the CPU
-            found.append(_comparison("deep learning", row))
-    if not found:  # neither kind was run: the user's own choice of work, two at most
-        for workload in sorted({r.spec.workload for r in compared})[:2]:
-            row = _largest(_preferred([r for r in compared if r.spec.workload == workload]))
-            if row:
-                found.append(_comparison(workload, row))
-    return found
+    by_id = {id(r.measurement): r for r in compared}
+    framework = {r.spec.workload for r in compared if framework_is_cpu_baseline(r.spec.workload)}
+    return [_comparison(kind, by_id[id(m)]) for kind, m in answer_scope.stated([r.measurement for r in compared],
+                                                                                framework)]
 
 
 def _why_not_compared(items: list[Row], rows: list[Row]) -> str:
@@ -252,10 +265,8 @@ def _why_not_compared(items: list[Row], rows: list[Row]) -> str:
 
 
 def _of_role(rows: list[Row], role: Role) -> list[Row]:
-    """The rows of the first workload among `rows` of `role` (registry order: built-ins first), as each
-    result stored it, or for results stored before roles, as its workload declares it here."""
-    names = workloads_of_role((r.measurement for r in rows), role)
-    return [r for r in rows if r.spec.workload == names[0]] if names else []
+    """The rows of the first workload among `rows` of `role` (runner/answer_scope.py `of_role`)."""
+    return _rows_of(answer_scope.of_role([r.measurement for r in rows], role), rows)
 
 
 def _comparison(kind: str, row: Row) -> WorkComparison:
@@ -265,7 +276,7 @@ def _comparison(kind: str, row: Row) -> WorkComparison:
     what = " ".join(str(p) for p in (spec.workload, kernel, spec.param("dtype")) if p)
     if size is not None:
         what += f" n={size:,.0f}"
-    return WorkComparison(kind, what, row.speedup_all, row.speedup_one)
+    return WorkComparison(kind, what, row.speedup_all, row.speedup_one, baseline_key(row.measurement))
 
 
 def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:
@@ -274,7 +285,7 @@ def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:
     basis = f"{ratio.pairs} pairs" if ratio.paired else "unpaired"
     if ratio.contaminated or ratio.withheld:
         why = ratio.contaminated or short_reason(ratio.moved_sides)
-        return f"not decided{f' against {whom}' if whom else ''} ({ratio.ratio:.2f}×, {basis}: {why})"
+        return f"not decided{f' against {whom}' if whom else ''} ({ratio_text.signed(ratio.ratio)}, {basis}: {why})"
     text = ratio_text.phrase(ratio)
     if ratio_text.oriented(ratio).directed:
         return f"{text[:-1]}, {basis}{text[-1]}" + (f" than {whom}" if whom else "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from accelbench.report import ratio_text
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
 from accelbench.timing import bootstrap
@@ -36,8 +37,8 @@ def precision_tradeoffs(rows: list[Row]) -> list:
         basis = f", {ratio.basis()}" if hasattr(ratio, "basis") else ""
         lost = _accuracy_text(fp32)
         params = " ".join(f"{k}={v}" for k, v in rest)
-        text = (f"{workload} {params} on {label}: float32 takes {1 / ratio.ratio:.2f}× the time of float64 "
-                f"[{1 / ratio.high:.2f}–{1 / ratio.low:.2f}] ({ratio.verdict()}{basis}); {lost}.")
+        text = (f"{workload} {params} on {label}: {ratio_text.compared(ratio, 'float32', 'float64')}"
+                f"{f' ({basis[2:]})' if basis else ''}; {lost}.")
         found.append(Finding("precision_tradeoff", INFO, text.replace("  ", " "), {
             "workload": workload, "series": label, "float64_over_float32_time": ratio.ratio,
             "ci_low": ratio.low, "ci_high": ratio.high, "pairs": getattr(ratio, "pairs", 0),

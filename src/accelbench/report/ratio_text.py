@@ -1,23 +1,33 @@
-"""One way to say a speed-up, in the terminal, the report and --json: "3.17× slower", never "0.32× slower".
+"""One way to say a speed-up, in the terminal, the report and --json: "3.17× slower", never "0.32×".
 
-A speed-up r (baseline time / this time) is said as "r× faster" when its interval lies above 1 and as
-"(1/r)× slower", its interval inverted, when below; an interval around 1 decides nothing, so it
-keeps the plain ratio and no direction word. Core module: no heavy import.
+A speed-up r (baseline time / this time) reads one way whatever its verdict: "r× faster" where r ≥ 1,
+"(1/r)× slower" where r < 1, so no figure below 1 is ever shown. Its interval is said in the same
+direction ("3.17× slower [3.00–3.30]"), or, where it straddles 1, by its two ends in words ("between
+1.17× faster and 1.45× slower"). An interval whose ends lie more than MEASURABLE_SPAN apart is no
+figure: a decided one says the bound it is sure of ("at least 2.37× slower"), an undecided one "not
+measurable here", with why and what would help. Core module: no heavy import.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+MEASURABLE_SPAN = 2.0  # an interval's high end over its low end beyond this is no figure
+HELP = "a quieter machine, or --rigor standard (more rounds) would narrow it"
 
 
 @dataclass(frozen=True)
 class Oriented:
-    """A speed-up as it is said: `value` ≥ 1 with its word, or the plain ratio without one."""
+    """A speed-up as it is said: `value` ≥ 1 with its direction ("faster" or "slower"), its interval
+    in that direction (`low` ≤ `high`, both ≥ 1 where the interval does not straddle 1), and the
+    verdict word ("faster" | "slower" | "same" | "inconclusive" | "contaminated")."""
 
     value: float
     low: float
     high: float
-    word: str      # "faster" | "slower" | "same" | "inconclusive" | "contaminated" (verdict words)
+    word: str
+    direction: str = "faster"
 
     @property
     def directed(self) -> bool:
@@ -27,32 +37,142 @@ class Oriented:
 def oriented(ratio: Any) -> Oriented:
     """`ratio` (a stats.RatioCI or SpeedupCI) in the convention above."""
     word = ratio.verdict()
-    if word == "slower":
-        return Oriented(_inverse(ratio.ratio), _inverse(ratio.high), _inverse(ratio.low), word)
-    return Oriented(ratio.ratio, ratio.low, ratio.high, word)
+    if ratio.ratio < 1:  # said as slower, decided or not
+        return Oriented(_inverse(ratio.ratio), _inverse(ratio.high), _inverse(ratio.low), word, "slower")
+    return Oriented(ratio.ratio, ratio.low, ratio.high, word, "faster")
 
 
 def _inverse(value: float) -> float:
     return 1 / value if value else float("inf")
 
 
+def span(ratio: Any) -> float:
+    """How many times its interval's high end exceeds its low end (inf where unbounded)."""
+    if not (ratio.low > 0 and math.isfinite(ratio.high) and math.isfinite(ratio.low)):
+        return float("inf")
+    return ratio.high / ratio.low
+
+
+def measurable(ratio: Any) -> bool:
+    return span(ratio) <= MEASURABLE_SPAN
+
+
 def number(value: float) -> str:
-    """Two or three significant figures: 0.95, 3.10, 31.0, 310."""
+    """Two or three significant figures: 3.10, 31.0, 310 (the ratios said are never below 1)."""
     if value != value or value in (float("inf"), float("-inf")):
         return "∞" if value > 0 else "—"
     if abs(value) < 1:
-        return f"{value:#.2g}"  # 0.95, 0.20, 0.0041: a tiny ratio is not 0.00
+        return f"{value:#.2g}"  # a share, not a ratio: 0.95, 0.20, 0.0041
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
-def phrase(ratio: Any) -> str:
-    """'3.10× faster [2.90–3.30]', '3.17× slower [3.00–3.30]', 'same speed (0.99× [0.97–1.02])',
-    'no clear difference (0.98× [0.90–1.07])' or 'contaminated (0.44× [0.26–0.88])'."""
-    o = oriented(ratio)
-    interval = f"[{number(o.low)}–{number(o.high)}]"
-    if o.directed:
-        return f"{number(o.value)}× {o.word} {interval}"
+def signed(value: float) -> str:
+    """One ratio as a speed-up in words: '1.45× slower' for 0.69, '1.17× faster' for 1.17."""
+    if value < 1:
+        return f"{number(_inverse(value))}× slower"
+    return f"{number(value)}× faster"
+
+
+def _straddle(ratio: Any) -> str:
+    return f"between {signed(ratio.high)} and {signed(ratio.low)}" if ratio.ratio < 1 else \
+        f"between {signed(ratio.low)} and {signed(ratio.high)}"
+
+
+@dataclass(frozen=True)
+class Said:
+    """A speed-up in words: `head` (the figure or the verdict), `detail` (its interval, or why none),
+    both free of any ratio below 1."""
+
+    head: str
+    detail: str
+    measurable: bool
+
+    def line(self) -> str:
+        return f"{self.head} {self.detail}".strip() if self.detail.startswith("[") else \
+            (f"{self.head} ({self.detail})" if self.detail else self.head)
+
+
+def said(ratio: Any) -> Said:
+    o, wide = oriented(ratio), not measurable(ratio)
+    rough = f"≈{signed(ratio.ratio)}"
+    if o.word == "contaminated":
+        return Said("not decided", f"{rough}, contaminated: the paired rounds disagree with the medians", not wide)
     if getattr(ratio, "withheld", False):  # an unpaired ratio a side's load could have made (runner/load_bias.py)
-        return f"not decided, a side slowed by load ({number(o.value)}× {interval})"
-    label = {"same": "same speed", "contaminated": "not decided, contaminated"}.get(o.word, "no clear difference")
-    return f"{label} ({number(o.value)}× {interval})"
+        return Said("not decided", f"{rough}, a side slowed by load", not wide)
+    if o.directed:
+        if wide:  # the direction is sure, the size is not: say the bound it is sure of
+            return Said(f"at least {number(o.low)}× {o.word}",
+                        f"not measurable more closely here: its interval, {number(o.low)}–{number(o.high)}×, "
+                        f"spans {span(ratio):.1f}-fold; {HELP}", False)
+        return Said(f"{number(o.value)}× {o.word}", f"[{number(o.low)}–{number(o.high)}]", True)
+    if o.word == "same":
+        return Said("same speed", f"within ±{_within(ratio):.0%}", True)
+    if wide:
+        return Said("not measurable here", f"its interval spans {_fold(ratio)}; {HELP}", False)
+    return Said("no clear difference", _straddle(ratio), True)
+
+
+def _fold(ratio: Any) -> str:
+    width = span(ratio)
+    return "without bound" if not math.isfinite(width) else f"{width:,.0f}-fold" if width >= 10 else f"{width:.1f}-fold"
+
+
+def phrase(ratio: Any) -> str:
+    """'3.10× faster [2.90–3.30]', '3.17× slower [3.00–3.30]', 'same speed (within ±2%)', 'no clear
+    difference (between 1.17× faster and 1.45× slower)', 'at least 2.37× slower (...)', 'not
+    measurable here (...)' or 'not decided (≈1.11× slower, ...)'."""
+    return said(ratio).line()
+
+
+def cell(ratio: Any) -> tuple[str, str]:
+    """Two short lines for a table cell: the figure or verdict, and its interval (or why none)."""
+    s, o = said(ratio), oriented(ratio)
+    if s.measurable and o.directed:
+        return s.head, s.detail
+    if s.head.startswith("at least"):
+        return f"≥{number(o.low)}× {o.word}", f"spread {_fold(ratio)}"
+    if s.head == "not measurable here":
+        return "not measurable", f"spread {_fold(ratio)}"
+    if s.head == "not decided":
+        return "not decided", s.detail.split(",")[0] + (", load" if "load" in s.detail else ", contaminated")
+    if s.head == "no clear difference":
+        return "no clear diff.", f"within ±{_within(ratio):.0%}"
+    return s.head, s.detail
+
+
+def _within(ratio: Any) -> float:
+    """The largest change either end of the interval allows, as a share: 1.45× slower is 45%."""
+    return max(ratio.high - 1, 1 / ratio.low - 1 if ratio.low > 0 else math.inf, 1 - ratio.low, 0.0)
+
+
+def inverted(ratio: Any) -> Any:
+    """The same comparison seen from its other side: the ratio, its interval and any reference
+    inverted, the sides a load moved swapped (a dataclass copy; its kind of object kept)."""
+    import dataclasses
+
+    def inverse(value: float | None) -> float | None:
+        return None if value is None else _inverse(value)
+
+    changes: dict[str, Any] = {"ratio": _inverse(ratio.ratio), "low": _inverse(ratio.high), "high": _inverse(ratio.low)}
+    if getattr(ratio, "reference", None) is not None:
+        changes["reference"] = inverse(ratio.reference)
+    if getattr(ratio, "moved_sides", None):
+        swap = {"baseline": "candidate", "candidate": "baseline"}
+        changes["moved_sides"] = frozenset(swap.get(side, side) for side in ratio.moved_sides)
+    return dataclasses.replace(ratio, **changes)
+
+
+def compared(ratio: Any, who: str, whom: str) -> str:
+    """`who` against `whom` in words, `ratio` being whom's time over who's: 'float32 is 2.84× faster
+    [2.10–3.30] than float64', 'float32 runs at the speed of float64 (within ±2%)', 'float32 and
+    float64 cannot be told apart (between …)', 'float32 against float64: not measurable here (…)'."""
+    s = said(ratio)
+    if s.head in ("not decided", "not measurable here"):
+        return f"{who} against {whom}: {s.line()}"
+    if s.head == "same speed":
+        return f"{who} runs at the speed of {whom} ({s.detail})"
+    if s.head == "no clear difference":
+        return f"{who} and {whom} cannot be told apart ({s.detail})"
+    if s.detail.startswith("["):
+        return f"{who} is {s.head} {s.detail} than {whom}"
+    return f"{who} is {s.head} than {whom} ({s.detail})"

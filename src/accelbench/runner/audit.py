@@ -35,6 +35,7 @@ from accelbench.backends.base import DeviceArray, HostArray
 from accelbench.errors import Unsupported
 from accelbench.backends.placement import observe
 from accelbench.results import Check
+from accelbench.runner.block_audit import BlockAudit
 from accelbench.timing import contention, quiesce
 from accelbench.timing.checkpoint import checkpoint
 from accelbench.timing.clock import Clock
@@ -84,12 +85,19 @@ class AuditResult:
 
 def audit(prepared: Prepared, capture: Capture, synchronize: Callable[[], object], clock: Clock, device: str, *,
           calls_per_sample: int, median_s: float, overhead_s: float,
-          to_host: Callable[[DeviceArray], object] | None = None) -> AuditResult:
+          to_host: Callable[[DeviceArray], object] | None = None, blocks: BlockAudit | None = None) -> AuditResult:
     findings: list[VerdictReason] = []
     fresh_s = None
     if prepared.draws_afresh and to_host is not None:
         findings += _repeated_draws(capture, synchronize, to_host)
-    if prepared.check_output is None:
+    if blocks is not None:  # the timed blocks were the audited ones (runner/block_audit.py)
+        check = blocks.check()
+        findings += blocks.findings() if check.passed else []
+        if blocks.read_failed:
+            findings.append(VerdictReason(VALID, f"synchronisation not proven on the timed blocks: reading an output "
+                                                 f"back failed ({blocks.read_failed}); the start-of-run probe stands",
+                                          SYNC_UNPROVEN))
+    elif prepared.check_output is None:
         if prepared.verify is None:
             raise Unsupported("the workload gives neither check_output nor verify: its outputs cannot be checked")
         check = prepared.verify()

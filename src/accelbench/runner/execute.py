@@ -19,6 +19,7 @@ from accelbench.errors import Unsupported
 from accelbench.results import Check, Measurement, Skip, cores_demanded, cores_used, uses_claimed_threads
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture, audit
+from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sinks import ResultSink
@@ -27,7 +28,7 @@ from accelbench.timing import all_cores_probe, contention, quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
 from accelbench.timing.harness import Timing, measure
-from accelbench.timing.rigor import Rigor
+from accelbench.timing.rigor import QUICK, Rigor
 from accelbench.timing.sync_probe import SyncProbe
 from accelbench.units import format_seconds
 from accelbench.vocabulary import DEFAULT_SEED
@@ -56,7 +57,7 @@ THREADS_BEYOND_SLACK = 0.5
 # where the first took at most this many budgets and no load was in view: a quiet machine's passing
 # transient (a VM's core slow to wake, a page-cache flush) should not make the result noisy; a load the
 # contention monitor saw keeps the result noisy, named, without the cost of a second attempt
-RETRY_MAX_BUDGETS = 2.0
+RETRY_MAX_BUDGETS = 2.0  # (not at quick rigor: a quick answer takes its one attempt, noisy or not)
 
 
 @dataclass
@@ -115,7 +116,7 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
         on_host = spec.device == "cpu" or bool(getattr(trust.devices.get(spec.device), "on_host_cpu", False))
         probe_threads = all_cores_probe.wanted(on_host, item.threads)
         before_s = all_cores_probe.safely(probe_threads)  # the host's all-core speed now (compare reads it)
-        measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler)
+        measurement, findings = _timed(item, backend, workload, prepared, rigor, clock, sampler, on_host)
         measurement = _with_probe(measurement, all_cores_probe.reading(
             probe_threads, before_s, all_cores_probe.safely(probe_threads)))
     finally:
@@ -184,7 +185,8 @@ def _disturbed(m: Measurement) -> bool:
 
 
 def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepared, rigor: Rigor,
-           clock: Clock | None, sampler: TelemetrySampler | None = None) -> tuple[Measurement, list[VerdictReason]]:
+           clock: Clock | None, sampler: TelemetrySampler | None = None,
+           on_host: bool = True) -> tuple[Measurement, list[VerdictReason]]:
     device = item.spec.device
     watched = sorted({device, "cpu"})
     quiesce.settle()  # the previous spec's thread pools, still spinning, would share our cores
@@ -202,17 +204,21 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
         backend.synchronize(device)
         backend.wait_for(capture.last)  # arrays the backend's own sync does not know (a user's jax function)
 
-    def timed_compute() -> tuple[Timing, dict, contention.Interference | None]:
+    def timed_compute() -> tuple[Timing, dict, contention.Interference | None, BlockAudit | None]:
+        hooks = block_audit_for(prepared, capture, backend, clock, rigor, on_host, device)
         with (sampler.window() if sampler else contextlib.nullcontext()) as window, contention.watch() as busy:
             timing = measure(capture, synchronize, clock=clock, rigor=rigor, state=cpu_state,
-                             calls_per_block=prepared.calls_per_block, min_samples=prepared.min_samples)
-        return timing, (window.summary_for(watched) if window is not None else {}), busy.result
+                             calls_per_block=prepared.calls_per_block, min_samples=prepared.min_samples,
+                             hooks=hooks)
+        return timing, (window.summary_for(watched) if window is not None else {}), busy.result, hooks
 
-    compute, telemetry, compute_window = timed_compute()
+    compute, telemetry, compute_window, blocks = timed_compute()
     first_disturbed = [w for w in compute.warnings if _disturbs(w)]
     load_seen = compute_window is not None and compute_window.disturbed  # a load in view: it shows, named
-    if first_disturbed and not load_seen and compute.total_wall_s <= RETRY_MAX_BUDGETS * rigor.budget_s:
-        compute, telemetry, compute_window = timed_compute()
+    first_failed = blocks is not None and blocks.failed is not None  # a wrong output: nothing to retry for
+    if (first_disturbed and not load_seen and not first_failed and rigor.name != QUICK
+            and compute.total_wall_s <= RETRY_MAX_BUDGETS * rigor.budget_s):
+        compute, telemetry, compute_window, blocks = timed_compute()
         compute = dataclasses.replace(compute, warnings=(*compute.warnings, _remeasured(first_disturbed)))
     timings: dict[str, Timing] = {"compute": compute}
     windows = {"compute": compute_window}  # what other processes did during each phase's timing
@@ -223,7 +229,8 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
                 timings[phase] = measure(call, synchronize, clock=clock, rigor=phase_rigor(rigor))
             windows[phase] = busy.result
     audited = audit(prepared, capture, synchronize, clock, device, calls_per_sample=compute.calls_per_sample,
-                    median_s=compute.summary.median_s, overhead_s=compute.overhead_s, to_host=backend.to_host)
+                    median_s=compute.summary.median_s, overhead_s=compute.overhead_s, to_host=backend.to_host,
+                    blocks=blocks)
     warnings = list(compute.warnings)
     for phase, timing in timings.items():
         if phase != "compute":
@@ -232,14 +239,35 @@ def _timed(item: PlanItem, backend: Backend, workload: Workload, prepared: Prepa
     if prepared.record_samples:
         prepared.record_samples({k: t.samples_s for k, t in timings.items()})
     extra = prepared.metrics() if prepared.metrics else {}
+    if blocks is not None:
+        extra = {**extra, "audit": blocks.summary()}
     if audited.fresh_call_s is not None:
         extra = {**extra, "fresh_input_call_s": audited.fresh_call_s}
-    return _threads_observed(contention.attach(Measurement(
+    measurement, findings = contention.attach(Measurement(
         spec=item.spec, phases_s={k: t.samples_s for k, t in timings.items()},
         first_call_s=compute.first_call_s, work=workload.work(item.params), check=audited.check,
         warnings=tuple(warnings), calls_per_sample=compute.calls_per_sample,
         target_met=compute.target_met, threads=item.threads, telemetry=telemetry, extra=extra,
-    ), findings, windows, device), backend)
+    ), findings, windows, device)
+    return _threads_observed((_timed_blocks_cores(measurement, blocks), findings), backend)
+
+
+def _timed_blocks_cores(m: Measurement, blocks: BlockAudit | None) -> Measurement:
+    """The compute window's own and demanded cores from the timed blocks alone, where the audit timed
+    them (its untimed work between blocks runs on one thread and would dilute a pool's figure): the
+    blocks' CPU time over their wall time, and over the share of runnable time the window's threads
+    spent on a CPU (what load elsewhere does not lower); the window's figures stay beside them."""
+    used = blocks.cores_used() if blocks is not None else None
+    interference = dict((m.telemetry or {}).get("interference") or {})
+    if used is None or not isinstance(interference.get("compute"), dict):
+        return m
+    compute = dict(interference["compute"])
+    wait = compute.get("run_wait_share")
+    running = 1.0 - wait if isinstance(wait, (int, float)) and 0 <= wait < 1 else 1.0
+    compute.update({"own_cores_window": compute.get("own_cores"), "own_demand_cores_window":
+                    compute.get("own_demand_cores"), "own_cores": used, "own_demand_cores": used / running})
+    interference["compute"] = compute
+    return dataclasses.replace(m, telemetry={**m.telemetry, "interference": interference})
 
 
 def _threads_observed(attached: tuple[Measurement, list[VerdictReason]], backend: Backend

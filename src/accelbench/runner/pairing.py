@@ -36,14 +36,17 @@ from accelbench.errors import Unsupported
 from accelbench.results import Measurement, PairedSamples
 from accelbench.runner import deadline
 from accelbench.runner.audit import Capture
+from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.sinks import SpeedupSink
 from accelbench.runner.pairing_parts import group_params, instance_key, parts
-from accelbench.runner.speedups import (CROSS_TALK, MIN_PAIRS, REPAIRED, Speedups, Wanted, scattered_rounds,
+from accelbench.runner import answer_scope
+from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, CROSS_TALK, END_TO_END, MIN_PAIRS, REPAIRED,
+                                        Speedups, Wanted, framework_is_cpu_baseline, scattered_rounds,
                                         wanted_speedups)
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
-from accelbench.timing.rigor import Rigor
+from accelbench.timing.rigor import QUICK, Rigor
 from accelbench.units import format_seconds
 from accelbench.workloads.base import Prepared
 from accelbench.workloads.registry import get_workload
@@ -56,6 +59,7 @@ SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
 STRETCH = 4.0
 WARM_S = 0.03    # untimed calls before a block fill at least this long (one call where a call is longer)
 MEMORY_FRACTION = 0.4  # a part's inputs together must fit in this share of the host's memory
+ANSWER_KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END)  # what the answer states of a result
 
 
 @dataclass
@@ -68,6 +72,7 @@ class TimedSide:
     threads: Callable[[], ContextManager] = nullcontext
     pool: object = None   # sides with the same pool (backend, threads) follow each other without settling
     warm_calls: int = 1   # untimed calls before the block (warm_calls_for)
+    hooks: BlockAudit | None = None  # the audit of every timed block (runner/block_audit.py), where the workload has one
 
     def block_s(self, clock: Clock) -> float:
         with self.threads():
@@ -82,11 +87,20 @@ class TimedSide:
                 self.call()
                 if (index + 1) % self.calls == 0 or index + 1 == self.warm_calls:
                     self.synchronize()
+            if self.hooks is not None:
+                self.hooks.before(self.calls)  # new input values, poisoned outputs: as every timed block
+                self.synchronize()
             start_s = clock.now()
             for _ in range(self.calls):
                 self.call()
             self.synchronize()
-            return clock.now() - start_s
+            end_s = clock.now()
+            if self.hooks is not None:
+                seconds = self.hooks.after(self.calls, start_s, end_s)
+                if self.hooks.failed is not None:
+                    raise Unsupported(f"the output of a paired block failed its check: {self.hooks.failed.detail}")
+                return seconds
+            return end_s - start_s
 
 
 @dataclass
@@ -153,10 +167,14 @@ def group_key(m: Measurement) -> tuple:
 def pair_speedups(measurements: Sequence[Measurement], backends: Mapping[str, Backend], store: SpeedupSink,
                   run_id: str, rigor: Rigor, *, seed: int, clock: Clock | None = None,
                   on_group: Callable[[str], None] | None = None) -> list[PairedSamples]:
-    """Pair every wanted speed-up, group by group; each stored as soon as its group is done."""
+    """Pair every wanted speed-up (at quick rigor: those the answer states, runner/answer_scope.py),
+    group by group; each stored as soon as its group is done."""
     groups: dict[tuple, list[Wanted]] = defaultdict(list)
-    for wanted in wanted_speedups(measurements):
-        groups[group_key(wanted.candidate)].append(wanted)
+    wanted = wanted_speedups(measurements)
+    if rigor.name == QUICK:
+        wanted = answer_speedups(wanted)
+    for one in wanted:
+        groups[group_key(one.candidate)].append(one)
     stored = []
     for items in groups.values():
         checkpoint()
@@ -166,6 +184,23 @@ def pair_speedups(measurements: Sequence[Measurement], backends: Mapping[str, Ba
             store.add_speedup(run_id, paired)
             stored.append(paired)
     return stored
+
+
+def answer_speedups(wanted: Sequence[Wanted]) -> list[Wanted]:
+    """The speed-ups the answer states: against the CPU on all cores, on one, and end to end, of the
+    results runner/answer_scope.py `stated` chooses for each series among those with a comparison."""
+    by_series: dict[tuple, list[Measurement]] = defaultdict(list)
+    for w in wanted:
+        if w.kind in ANSWER_KINDS and w.candidate not in by_series[_series(w.candidate)]:
+            by_series[_series(w.candidate)].append(w.candidate)
+    chosen = {id(m) for series in by_series.values()
+              for _, m in answer_scope.stated(series, {m.spec.workload for m in series
+                                                       if framework_is_cpu_baseline(m.spec.workload)})}
+    return [w for w in wanted if w.kind in ANSWER_KINDS and id(w.candidate) in chosen]
+
+
+def _series(m: Measurement) -> tuple:
+    return (m.spec.backend, m.spec.device, m.threads)
 
 
 def paired_once_more_if_contaminated(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: Rigor, *,
@@ -228,7 +263,7 @@ def _pair_part(items: Sequence[Wanted], prepared: _Prepared, rigor: Rigor, *,
                                 f"(rigor {rigor.name})")
     try:
         with deadline.spec_scope():
-            times, notes = _timed_rounds(list(sides.items()), prepared, rounds, clock)
+            times, notes = _timed_rounds(list(sides.items()), prepared, rounds, clock, rigor)
     except TimedOut as exc:
         return _unpaired(items, f"not paired: {exc}")
     except Unsupported as exc:
@@ -283,23 +318,25 @@ class _Prepared:
 
 
 def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], prepared: _Prepared, rounds: int,
-                  clock: Clock | None) -> tuple[dict[tuple[int, str], list[float]], dict[tuple[int, str], str]]:
+                  clock: Clock | None, rigor: Rigor) -> tuple[dict[tuple[int, str], list[float]], dict[tuple[int, str], str]]:
     """Each side's seconds per call per round, and each side's cross-talk note ('' for none)."""
     _check_memory([m for _, m in sides])
     cross_talk = CrossTalk([[] for _ in sides])
-    timed = [_timed_side(m, phase, *prepared.get(m)) for (_, phase), m in sides]
+    timed = [_timed_side(m, phase, *prepared.get(m), rigor) for (_, phase), m in sides]
     for instance, _, _ in prepared.by_spec.values():
-        if instance.poison:
+        if instance.poison and instance.before_block is None:  # audited blocks poison their own
             instance.poison()
     run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
     per_call_s = run_rounds(timed, rounds, clock, cross_talk=cross_talk)
     for instance, capture, _ in prepared.by_spec.values():
-        _check(instance, capture)
+        if instance.before_block is None:  # audited blocks were judged as they ran
+            _check(instance, capture)
     keys = [key for key, _ in sides]
     return dict(zip(keys, per_call_s)), {key: cross_talk.note(i) for i, key in enumerate(keys)}
 
 
-def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture, backend: Backend) -> TimedSide:
+def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture, backend: Backend,
+                rigor: Rigor) -> TimedSide:
     device = m.spec.device
     call = capture if phase == "compute" else prepared.end_to_end()
     if call is None:
@@ -310,9 +347,11 @@ def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture
         backend.wait_for(capture.last)
 
     calls = block_calls(m, phase)
+    hooks = (block_audit_for(prepared, capture, backend, None, rigor, on_host=True, device=device)
+             if phase == "compute" else None)
     return TimedSide(call, synchronize, calls, lambda: backend.threads(m.threads),
                      pool=(m.spec.backend, m.spec.device, m.threads),
-                     warm_calls=warm_calls_for(stats.median(m.phases_s[phase])))
+                     warm_calls=warm_calls_for(stats.median(m.phases_s[phase])), hooks=hooks)
 
 
 def _check(prepared: Prepared, capture: Capture) -> None:

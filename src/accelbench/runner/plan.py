@@ -11,7 +11,8 @@ from decimal import Decimal
 from typing import Mapping
 
 from accelbench.backends.base import DTYPES
-from accelbench.backends.registry import Listed
+from accelbench.backends.base import Backend
+from accelbench.backends.registry import BrokenBackend, Listed
 from accelbench.errors import UsageError
 from accelbench.results import Params, Skip, Spec
 from accelbench.vocabulary import BASELINE_DEVICE, is_cpu_baseline, usable_cpus
@@ -118,11 +119,26 @@ def build_plan(workloads: list[str] | None, *, sizes: list[int] | None = None, d
         for params in workload.grid(sizes, chosen, quick):
             _check_size(workload, params, host_memory_bytes)
             for backend_name, device in targets:
+                why = _cannot_run(workload, (backends or {}).get(backend_name), device, params)
                 for threads in _thread_counts(backend_name, device, all_threads, workload):
                     extra = {"threads": threads} if threads else {}
                     spec = Spec.make(name, backend_name, device, **params, **extra)
-                    plan.items.append(PlanItem(spec, threads))
+                    if why is None:
+                        plan.items.append(PlanItem(spec, threads))
+                    else:  # never runs: left out of the plan, kept as a skip with its reason
+                        plan.skips.append(Skip(spec, why))
     return plan
+
+
+def _cannot_run(workload: Workload, backend: Backend | BrokenBackend | None, device: str, params: Params) -> str | None:
+    """The workload's reason this combination never runs (Workload.cannot_run); None where it may,
+    or where asking fails (prepare then decides, as it always did)."""
+    if not isinstance(backend, Backend):  # a broken backend plans nothing anyway
+        return None
+    try:
+        return workload.cannot_run(backend, device, params)
+    except Exception:  # noqa: BLE001 - a plugin's broken answer: the measurement says what is wrong
+        return None
 
 
 def _targets(backends: Listed, devices: list[str] | None) -> list[tuple[str, str]]:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.devices.cpu_quota import read_quota
 from accelbench.devices.model import Device
+from accelbench.devices.sysfs import SysReader
 from accelbench.results import Measurement
 from accelbench.runner.memory_levels import memory_bound, working_set_bytes
 from accelbench.timing import stats
 from accelbench.units import format_si
 from accelbench.verdict import BEYOND_PEAK, INVALID, NO_TIME, RATE_UNBOUNDED, VALID, VerdictReason
+from accelbench.vocabulary import usable_cpus
 from accelbench.workloads.registry import crosses_host_link
 
 MARGIN = 1.25                # clock and datasheet uncertainty
@@ -99,8 +102,35 @@ def bounding_device(m: Measurement, devices: dict[str, Device]) -> Device | None
     return device
 
 
+def usable_share(device: Device, threads: int | None) -> tuple[float, str]:
+    """The share of a CPU's cores a result could use: its threads (where it records them), the cores
+    open to this process (affinity) and the cgroup quota, whichever is fewest, over the cores the peak
+    counts; 1 for other devices. With the words saying so ('' where it is the whole)."""
+    if device.kind != "cpu":
+        return 1.0, ""
+    total = device.properties.get("logical_cores") or device.properties.get("physical_cores")
+    if not isinstance(total, int) or total <= 0:
+        return 1.0, ""
+    limits = {"cores open to this process": float(usable_cpus())}
+    quota = read_quota(SysReader("/"))
+    if quota is not None:
+        limits["its CPU quota"] = quota.cores
+    if threads and device.id == "cpu":
+        limits[f"its {threads} thread{'s' if threads != 1 else ''}"] = float(threads)
+    why, cores = min(limits.items(), key=lambda kv: kv[1])
+    physical = device.properties.get("physical_cores")
+    per_thread = (physical / total) if isinstance(physical, int) and physical < total else 1.0
+    share = min(1.0, max(cores, 1.0) / total)
+    if share >= 1.0:
+        return 1.0, ""
+    # on SMT, one hardware thread per core may reach the whole core's peak: never scale below a core's share
+    share = min(1.0, share / per_thread) if per_thread < 1.0 else share
+    return share, f"scaled to {cores:g} of {total} cores ({why})"
+
+
 def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[VerdictReason]:
-    """INVALID where FLOP/s or B/s exceed the bound; a note where the rate cannot be bounded."""
+    """INVALID where FLOP/s or B/s exceed the bound; a note where the rate cannot be bounded. On a
+    CPU the bound is scaled to the cores the result could use (usable_share)."""
     median_s = stats.median(m.samples_s) if m.samples_s else 0.0
     if median_s <= 0:
         return [VerdictReason(INVALID, "no time was measured (median 0 s): nothing can be that fast", NO_TIME)]
@@ -110,12 +140,15 @@ def judge_rate(m: Measurement, devices: dict[str, Device]) -> list[VerdictReason
                          RATE_UNBOUNDED)]
     findings, checked = [], False
     dtype = m.spec.param("dtype")
+    share, scaled = usable_share(device, m.threads if m.spec.device == device.id else None)
     for amount, unit, bound in ((m.work.flops, "FLOP/s", flops_bound(device, dtype if isinstance(dtype, str) else None)),
                                 (m.work.bytes_moved, "B/s", bytes_bound(device, working_set_bytes(m)))):
         if not amount:
             continue
         if bound is None:
             continue
+        if scaled and unit == "FLOP/s":  # arithmetic scales with cores; one core can draw most of the memory bandwidth
+            bound = Bound(bound.value * share, bound.peak * share, f"{bound.basis}, {scaled}")
         checked = True
         rate = amount / median_s
         if rate > bound.value:

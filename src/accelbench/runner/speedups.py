@@ -237,12 +237,42 @@ def cpu_baselines(valid: Iterable[Measurement]) -> tuple[dict, dict]:
     all_cores: dict[tuple, Measurement] = {}
     one: dict[tuple, Measurement] = {}
     for m in sorted(cpu, key=lambda m: not is_cpu_baseline(m.spec.backend, m.spec.device)):  # numpy first
-        # a baseline seen to use fewer cores than it claims is no "all cores" figure (results.uses_claimed_threads)
-        if (m.threads or 0) == most and uses_claimed_threads(m):
-            _keep_fastest(all_cores, baseline_key(m), m)
         if m.threads == 1 and most > 1:
             _keep_fastest(one, baseline_key(m), m)
+    collapsed = {id(m) for m, _ in collapsed_baselines(cpu)}
+    for m in sorted(cpu, key=lambda m: not is_cpu_baseline(m.spec.backend, m.spec.device)):  # numpy first
+        # a baseline seen to use fewer cores than it claims is no "all cores" figure (results.uses_claimed_threads),
+        # nor one that ran slower on all cores than on one (collapsed_baselines)
+        if (m.threads or 0) == most and uses_claimed_threads(m) and id(m) not in collapsed:
+            _keep_fastest(all_cores, baseline_key(m), m)
     return all_cores, one
+
+
+def collapsed_baselines(measurements: Iterable[Measurement]) -> list[tuple[Measurement, Measurement]]:
+    """(all-cores result, its one-thread twin) where the all-cores one ran slower than one thread of
+    the same implementation: beyond both order-statistic intervals of the median, or at all while the
+    contention monitor saw other processes disturb it. A thread pool spinning on a core another
+    process holds (OpenBLAS on 2 threads beside a busy process: 24.4 ms where one thread took 231 µs)
+    is a fact about the machine, never a denominator."""
+    cpu = [m for m in measurements if is_baseline_measurement(m) and m.valid]
+    most = max((m.threads or 0 for m in cpu), default=0)
+    ones = {(m.spec.backend, baseline_key(m)): m for m in cpu if m.threads == 1}
+    found = []
+    for m in cpu:
+        one = ones.get((m.spec.backend, baseline_key(m)))
+        if one is None or most <= 1 or (m.threads or 0) != most or not m.samples_s or not one.samples_s:
+            continue
+        mine, theirs = stats.median_ci(m.samples_s), stats.median_ci(one.samples_s)
+        slower = stats.median(m.samples_s) > stats.median(one.samples_s)
+        if mine[0] > theirs[1] or (slower and disturbed(m)):
+            found.append((m, one))
+    return found
+
+
+def disturbed(m: Measurement) -> bool:
+    """Whether the contention monitor saw other processes disturb the compute timing."""
+    compute = ((m.telemetry or {}).get("interference") or {}).get("compute")
+    return isinstance(compute, dict) and bool(compute.get("disturbed"))
 
 
 # numpy, the reference implementation, stays the baseline unless another is faster by more than

@@ -29,7 +29,7 @@ from accelbench.timing.contention_limits import (IDLE_CORES_SPARE, MAX_UNCERTAIN
                                                   OTHERS_NEGLIGIBLE_CORES, OWN_FULL_SHARE, RUN_WAIT_LIMIT,
                                                   SHORT_WINDOW_WAIT_LIMIT, STEAL_LIMIT)
 from accelbench.timing.device_slowdowns import device_reasons
-from accelbench.timing.other_tasks import describe, others_ns
+from accelbench.timing.other_tasks import describe, family_threads_ns, scan
 from accelbench.timing.run_notice import run_notice  # noqa: F401 - where callers have always found it
 
 PROC = Path("/proc")
@@ -131,15 +131,40 @@ def _threads_ns(proc: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
+class FamilyThreads:
+    """The CPU and run-queue counters of our child processes' threads (the children alive when made),
+    and with `own` of this process's threads too (runner/block_audit.py)."""
+
+    def __init__(self, proc: Path = PROC, own: bool = True) -> None:
+        self.proc, self.own = proc, own
+        self.children = scan(proc)[1]
+
+    def read(self) -> dict[str, tuple[int, int]]:
+        mine = _threads_ns(self.proc) if self.own else {}
+        return {**mine, **family_threads_ns(self.proc, self.children)}
+
+
+def summed_ns(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """(ns on a CPU, ns runnable) the threads spent between two readings (a thread born between
+    them counts whole)."""
+    on_cpu = runnable = 0
+    for tid, (cpu_ns, wait_ns) in after.items():
+        old_cpu, old_wait = before.get(tid, (0, 0))
+        on_cpu += cpu_ns - old_cpu
+        runnable += cpu_ns + wait_ns - old_cpu - old_wait
+    return on_cpu, runnable
+
+
 def snapshot(proc: Path = PROC) -> Snapshot:
     stat = _read(proc / "stat")
     try:
         load_1m = os.getloadavg()[0]
     except (AttributeError, OSError):
         load_1m = None
-    others = others_ns(proc)
+    others, children = scan(proc)
+    threads = {**_threads_ns(proc), **family_threads_ns(proc, children)}  # a child's threads are ours too
     return Snapshot(time.monotonic(), parse_proc_stat(stat, _usable_cpus()) if stat else None,
-                    own_cpu_s(), _threads_ns(proc), load_1m, others)
+                    own_cpu_s(), threads, load_1m, others)
 
 
 @dataclass(frozen=True)

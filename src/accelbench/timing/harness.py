@@ -18,7 +18,7 @@ import bisect
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from accelbench.timing import bursts, stats, steady_state
 from accelbench.timing.checkpoint import checkpoint
@@ -41,10 +41,30 @@ DRIFT_MIN_SAMPLES = 5           # per third
 BLOCK_HEADROOM = 1.1            # aim 10% past the target block, so noise does not dip under it
 MAX_CALLS_PER_BLOCK = 10_000_000
 MIN_SAMPLES_ON_BUDGET = 3       # never stop on the budget before a median means something
+AUDITED_MAX_BUDGETS = 3.0       # an audit that wants more blocks may extend sampling this far ...
+AUDITED_MAX_BLOCKS = 20_000     # ... and over at most this many blocks
 _OVERHEAD_PROBES = 15
 _CALIBRATION_STEPS = 30         # block-size growth steps allowed on top of the warm-up samples
 
 StateReader = Callable[[], Mapping[str, Any]]
+
+
+class BlockHooks(Protocol):
+    """What audits every block alike (runner/block_audit.py): called around each block with calls."""
+
+    overhead_s: float
+
+    def before(self, calls: int) -> None: ...
+
+    def after(self, calls: int, start_s: float, end_s: float) -> float: ...
+
+    def length(self, calls: int) -> int: ...
+
+    def short(self, calls: int, calibrated: int) -> bool: ...
+
+    def more_wanted(self, calibrated: int) -> bool: ...
+
+    def finished(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -70,20 +90,26 @@ class _Run:
     """The state one measurement shares between its steps: what to call, the clock, the budget."""
 
     def __init__(self, call: Callable[[], object], synchronize: Callable[[], object], clock: Clock,
-                 rigor: Rigor) -> None:
-        self.call, self.sync, self.clock, self.rigor = call, synchronize, clock, rigor
+                 rigor: Rigor, hooks: BlockHooks | None = None) -> None:
+        self.call, self.sync, self.clock, self.rigor, self.hooks = call, synchronize, clock, rigor, hooks
         self.budget_start_s = 0.0
 
     def block_s(self, calls: int) -> float:
-        """Seconds for `calls` calls, synchronised before each clock read."""
-        call, sync, clock = self.call, self.sync, self.clock
+        """Seconds for `calls` calls, synchronised before each clock read; every block with calls goes
+        through the same hooks (their work before the first clock read and after the last)."""
+        call, sync, clock, hooks = self.call, self.sync, self.clock, self.hooks
         checkpoint()  # a stop asked for by a signal, or the spec's deadline, ends the run here
+        if hooks is not None and calls:
+            hooks.before(calls)
         sync()
         start_s = clock.now()
         for _ in range(calls):
             call()
         sync()
-        return clock.now() - start_s
+        end_s = clock.now()
+        if hooks is not None and calls:
+            return hooks.after(calls, start_s, end_s)
+        return end_s - start_s
 
     def elapsed_s(self) -> float:
         return self.clock.now() - self.budget_start_s
@@ -171,12 +197,24 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
     """Blocks until the CI target is met, the budget is spent (after `min_samples` at least), or
     max_samples is reached: (every sample, why sampling stopped, how many first samples were still
     warm-up, to be left out: steady_state.settled_start, checked at every 10% more samples)."""
-    rigor, samples_s, ordered_s = run.rigor, list[float](), list[float]()
+    rigor, samples_s, ordered_s, hooks = run.rigor, list[float](), list[float](), run.hooks
     start, next_batch_check, next_settle_check = 0, 0, rigor.min_samples
     min_samples = max(MIN_SAMPLES_ON_BUDGET, min(min_samples, rigor.max_samples))
     stop_reason = "max_samples"
-    for _ in range(rigor.max_samples):
-        sample_s = run.block_s(calls) / calls
+    blocks, target_met = 0, False
+    while len(samples_s) < rigor.max_samples:
+        blocks += 1
+        if hooks is not None:
+            if blocks > AUDITED_MAX_BLOCKS or (len(samples_s) >= min_samples and (
+                    hooks.finished() or run.elapsed_s() >= AUDITED_MAX_BUDGETS * rigor.budget_s)):
+                stop_reason = "budget"
+                break
+            drawn = hooks.length(calls)
+            sample_s = max(run.block_s(drawn) - hooks.overhead_s, 0.0) / drawn
+            if hooks.short(drawn, calls):
+                continue  # judged and kept by the audit; the figure comes from blocks of its calibrated size
+        else:
+            sample_s = run.block_s(calls) / calls
         samples_s.append(sample_s)
         bisect.insort(ordered_s, sample_s)  # kept sorted: the CI is then a lookup per sample
         count = len(samples_s)
@@ -191,9 +229,14 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
             # the reported interval (summarize: the wider of this one and the batch medians') must meet
             # it too, computed exactly as reported (checked every 10% more samples: it costs a pass)
             if stats.summarize(samples_s[start:]).rel_ci_halfwidth <= rigor.target_rel_ci:
-                return samples_s, "target", start
+                if hooks is None or not hooks.more_wanted(calls):
+                    return samples_s, "target", start
+                target_met = True  # the audit still wants blocks: the figure is ready
             next_batch_check = count + max(1, count // 10)
-        if steady >= min_samples and run.elapsed_s() >= rigor.budget_s:
+        if target_met and hooks is not None and not hooks.more_wanted(calls):
+            return samples_s, "target", start
+        if steady >= min_samples and run.elapsed_s() >= rigor.budget_s and (
+                hooks is None or not hooks.more_wanted(calls)):
             stop_reason = "budget"
             break
     final = steady_state.settled_start(samples_s)  # the last samples may show a start not seen before
@@ -202,23 +245,29 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
 
 def measure(call: Callable[[], object], synchronize: Callable[[], object], *, clock: Clock | None = None,
             rigor: Rigor = RIGORS[DEFAULT_RIGOR], state: StateReader | None = None,
-            calls_per_block: int | None = None, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> Timing:
+            calls_per_block: int | None = None, min_samples: int = MIN_SAMPLES_ON_BUDGET,
+            hooks: BlockHooks | None = None) -> Timing:
     """Time `call` (seconds per call) under `rigor`; see the module docstring for the method.
 
     `synchronize` blocks until the device is idle (a no-op for synchronous backends). `state`,
     if given, returns readings such as {"cpu_mhz": 3400.0}; they are read before and after, and
     a change over 5% becomes a warning. `calls_per_block` fixes the block size (1: each sample is
     one training step or inference batch, so its percentiles are real per-call latencies);
-    `min_samples` are taken even when the budget runs out first (a workload's own minimum).
+    `min_samples` are taken even when the budget runs out first (a workload's own minimum). `hooks`
+    audit every block alike (runner/block_audit.py): then each sampling block's length is drawn
+    around the calibrated one (its per-call time net of the measured overhead), and sampling goes on
+    until the hooks want no more blocks, within AUDITED_MAX_BUDGETS budgets.
     """
     clock = clock if clock is not None else PerfCounterClock()
-    run, warnings = _Run(call, synchronize, clock, rigor), list[Caveat]()
+    run, warnings = _Run(call, synchronize, clock, rigor, hooks), list[Caveat]()
     before = _read_state(state, warnings)
     synchronize()  # work queued before the measurement is not ours to count
     start_s = clock.now()
     first_call_s = run.block_s(1)
     run.budget_start_s = clock.now()
     overhead_s = run.overhead_s()
+    if hooks is not None:
+        hooks.overhead_s = overhead_s
     target_s = _target_block_s(overhead_s, clock_resolution_s(clock), rigor)
     calls, warmup_blocks, warmup_warnings = _warm_up(run, target_s, overhead_s, calls_per_block)
     all_samples_s, stop_reason, settled_late = _sample(run, calls, min_samples)

@@ -42,21 +42,45 @@ def _own_family(pids: list[str], proc: Path, me: str) -> set[str]:
 def others_ns(proc: Path, budget_s: float = SCAN_BUDGET_S) -> dict[str, int] | None:
     """"pid/tid" -> ns on a CPU for the threads of every process but this one and its children;
     None where /proc lists no process or the scan ran past its budget."""
+    return scan(proc, budget_s)[0]
+
+
+def family_threads_ns(proc: Path, pids: list[str]) -> dict[str, tuple[int, int]]:
+    """tid -> (ns on a CPU, ns waiting for one) for every thread of `pids` (a process's children:
+    work a backend hands to a child process runs on the cores as surely as its own threads)."""
+    found: dict[str, tuple[int, int]] = {}
+    for pid in pids:
+        try:
+            tasks = os.listdir(proc / pid / "task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                fields = (proc / pid / "task" / tid / "schedstat").read_text().split()
+                found[tid] = (int(fields[0]), int(fields[1]))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def scan(proc: Path, budget_s: float = SCAN_BUDGET_S) -> tuple[dict[str, int] | None, list[str]]:
+    """(others_ns's answer, this process's descendants' pids), from one pass over /proc."""
     started = time.thread_time()
     try:
         pids = [entry.name for entry in proc.iterdir() if entry.name.isdigit()]
     except OSError:
-        return None
+        return None, []
     if not pids:
-        return None
+        return None, []
     me = str(os.getpid())
     family = _own_family(pids, proc, me)
+    children = sorted(family - {me})
     found: dict[str, int] = {}
     for pid in pids:
         if pid in family:
             continue
         if time.thread_time() - started > budget_s:
-            return None
+            return None, children
         try:
             tasks = os.listdir(proc / pid / "task")
         except OSError:
@@ -66,7 +90,7 @@ def others_ns(proc: Path, budget_s: float = SCAN_BUDGET_S) -> dict[str, int] | N
                 found[f"{pid}/{tid}"] = int((proc / pid / "task" / tid / "schedstat").read_text().split()[0])
             except (OSError, ValueError, IndexError):
                 continue
-    return found
+    return found, children
 
 
 def describe(pid: str, proc: Path) -> str:

@@ -67,6 +67,14 @@ class Prepared:
     variants: int = 1
     #: each call draws new random numbers (a Monte Carlo estimate), so two calls' outputs must differ
     draws_afresh: bool = False
+    #: before every timed block alike, given its calls (runner/block_audit.py): new input values and
+    #: poisoned outputs, so any block may be the checked one and none is fast by repeating work
+    before_block: Callable[[int], None] | None = None
+    #: a check over every output the audited blocks judged, taken together (a Monte Carlo workload's
+    #: spread against the standard errors its estimates claim: workloads/stats/draw_spread.py)
+    judged_together: Callable[[], Check] | None = None
+    #: how many more judged outputs `judged_together` wants before it can decide (0: enough)
+    more_judged: Callable[[], int] | None = None
 
     def called_and_checked(self, synchronize: Callable[[], object]) -> Check:
         """One call per input set, as an audited block makes them, and the check of what they
@@ -75,7 +83,9 @@ class Prepared:
             self.compute()
             synchronize()
             return self.verify() if self.verify else Check(False, float("inf"), 0.0, "no check")
-        if self.poison:
+        if self.before_block is not None:
+            self.before_block(max(1, self.variants))  # as every timed block: new input values, poisoned outputs
+        elif self.poison:
             self.poison()  # as the audit does: a training step's check replays what follows this
         output = None
         for _ in range(max(1, self.variants)):
@@ -152,6 +162,12 @@ class Workload(abc.ABC):
     @abc.abstractmethod
     def prepare(self, backend: Backend, device: str, params: Params, seed: int) -> Prepared:
         raise NotImplementedError
+
+    def cannot_run(self, backend: Backend, device: str, params: Params) -> str | None:
+        """Why this combination can never run, known before anything is prepared (a dtype the device
+        lacks, a transfer where there is no separate memory): the plan leaves it out and says so in
+        one line. None where it may run (prepare can still raise Unsupported)."""
+        return None
 
 
 REQUIRED_METHODS = tuple(sorted(Workload.__abstractmethods__))

@@ -14,11 +14,12 @@ from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads import host_side
 from accelbench.workloads.base import Workload
-from accelbench.workloads.host_side import elementwise_reference
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
-from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, make_check, tolerance
+from accelbench.workloads.sampled_check import Expectation
+from accelbench.workloads.verify import NUMPY_DTYPE, host_inputs, tolerance
 
 SCALAR = 3.0
+WHOLE_UP_TO = 1 << 16  # elementwise expected values cost little: outputs this small are judged whole
 # kernel -> (arrays read, arrays written, flops per element)
 STREAM_KERNELS = {"copy": (1, 1, 0), "scale": (1, 1, 1), "add": (2, 1, 1), "triad": (2, 1, 2)}
 DEFAULT_ELEMENTS = 2**24   # 128 MiB per float64 array: well above any last-level cache
@@ -38,35 +39,45 @@ class _ArrayWorkload(Workload):
         """Input arrays one call reads (and to_device uploads)."""
         return self.inputs
 
+    def cannot_run(self, backend, device, params):
+        dtype = params["dtype"]
+        if dtype not in backend.dtypes(device) or dtype not in NUMPY_DTYPE:
+            return f"{backend.name} has no {dtype} on {device}"
+        return None
+
     def footprint_bytes(self, params):
         # two input sets in turn, and a third made fresh for the check (runner/audit.py)
         return 3 * (self.inputs_for(params) + 1) * params["n"] * ITEMSIZE[params["dtype"]]
 
-    def _prepared(self, backend, device, params, seed, op, reference, limit, what, with_out=True):
-        """`op(variant)` is the timed call; `reference(host inputs)` its float64 reference. The host
-        inputs and the reference are shared with any other instance of the problem still holding
-        them (workloads/host_side.py: the paired rounds prepare the baseline and a device together)."""
+    def _prepared(self, backend, device, params, seed, op, expected, limit, what, with_out=True, summed=False):
+        """`op(variant)` is the timed call; `expected(*host inputs in float64)` its float64 value,
+        elementwise (`summed`: the sum of that over the inputs, held once per input set). The
+        host inputs are shared with any other instance of the problem still holding them
+        (workloads/host_side.py: the paired rounds prepare the baseline and a device together)."""
         dtype, n = params["dtype"], params["n"]
-        if dtype not in backend.dtypes(device) or dtype not in NUMPY_DTYPE:
-            raise Unsupported(f"{backend.name} has no {dtype} on {device}")
+        if (why := self.cannot_run(backend, device, params)) is not None:
+            raise Unsupported(why)
 
         def make(index: int) -> Variant:
             seeds = [seed + index * SEED_STRIDE + i for i in range(self.inputs_for(params))]
             hosts = [host_side.shared(("host", n, dtype, s), partial(host_inputs, (n,), s, dtype)) for s in seeds]
             out = backend.empty((n,), dtype, device) if with_out else None
-            return Variant([backend.from_host(h, device) for h in hosts],
-                           host_side.shared((self.name, what, n, dtype, tuple(seeds)), lambda: reference(hosts)),
-                           out=out, hosts=hosts)
+            total = (host_side.shared((self.name, what, n, dtype, tuple(seeds)),
+                                      lambda: np.atleast_1d(host_side.sum_float64(hosts[0]))) if summed else None)
+            return Variant([backend.from_host(h, device) for h in hosts], total, out=out, hosts=hosts)
 
-        def judge(output, variant: Variant):
-            error = host_side.relative_error(np.atleast_1d(backend.to_host(output)), variant.reference)
-            return make_check(error, limit(variant), backend.location(output), device, what)
+        def at(variant: Variant, flat: np.ndarray) -> np.ndarray:
+            if summed:  # homogeneous of degree one: the scale times the first values' sum
+                return variant.scale * variant.reference
+            return expected(*(variant.scale * np.asarray(h[flat], dtype=np.float64) for h in variant.bases))
 
-        rotation = Rotation(make, judge, typed=True)
+        expect = Expectation(at, size=lambda v: 1 if summed else n, limit=limit, what=what, whole_up_to=WHOLE_UP_TO)
+        rotation = Rotation(make, typed=True, expect=expect, device=device)
 
         def to_device():
             variant = rotation.upcoming
             variant.inputs = [backend.from_host(h, device) for h in variant.hosts]
+            variant.scale = 1.0  # the first values again
             return variant.inputs[-1]
 
         shared = backend.shares_host_memory(device)
@@ -87,7 +98,7 @@ class Stream(_ArrayWorkload):
 
     def grid(self, sizes, dtypes, quick):
         sizes = sizes or [QUICK_ELEMENTS if quick else DEFAULT_ELEMENTS]
-        kernels = ("copy", "triad") if quick else tuple(STREAM_KERNELS)
+        kernels = ("triad",) if quick else tuple(STREAM_KERNELS)  # quick: the kernel the answer reads
         return [{"kernel": k, "n": n, "dtype": d}
                 for d in (dtypes or ["float64"]) for n in sizes for k in kernels]
 
@@ -106,8 +117,7 @@ class Stream(_ArrayWorkload):
         }
         op, expected = calls[kernel]
         limit = tolerance(params["dtype"], terms=1)
-        return self._prepared(backend, device, params, seed, op, lambda hosts: elementwise_reference(expected, hosts),
-                              lambda v: limit, f"stream {kernel}")
+        return self._prepared(backend, device, params, seed, op, expected, lambda v: limit, f"stream {kernel}")
 
 
 class Reduce(_ArrayWorkload):
@@ -125,14 +135,17 @@ class Reduce(_ArrayWorkload):
         # against sum(|x|), a sum of random-sign values errs by its depth (log2 n), not its length
         limit = tolerance(params["dtype"], terms=int(params["n"]).bit_length())
 
+        magnitudes: dict[int, float] = {}
+
         def scaled_limit(variant):
             # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead
-            magnitude = host_side.sum_float64(variant.hosts[0], absolute=True)
-            return limit * magnitude / max(abs(float(variant.reference[0])), 1e-300)
+            # (both scale alike, so the first values' ratio holds for every scale)
+            if variant.key not in magnitudes:
+                magnitudes[variant.key] = host_side.sum_float64(variant.hosts[0], absolute=True)
+            return limit * magnitudes[variant.key] / max(abs(float(variant.reference[0])), 1e-300)
 
-        return self._prepared(backend, device, params, seed, lambda v: backend.total(v.inputs[0]),
-                              lambda hosts: np.atleast_1d(host_side.sum_float64(hosts[0])), scaled_limit, "sum",
-                              with_out=False)
+        return self._prepared(backend, device, params, seed, lambda v: backend.total(v.inputs[0]), None,
+                              scaled_limit, "sum", with_out=False, summed=True)
 
 
 class Elementwise(_ArrayWorkload):
@@ -150,5 +163,4 @@ class Elementwise(_ArrayWorkload):
     def prepare(self, backend, device, params, seed):
         limit = tolerance(params["dtype"], terms=1)
         return self._prepared(backend, device, params, seed, lambda v: backend.elementwise(v.inputs[0], v.out),
-                              lambda hosts: elementwise_reference(lambda a: a * a + a, hosts), lambda v: limit,
-                              "a·a + a")
+                              lambda a: a * a + a, lambda v: limit, "a·a + a")

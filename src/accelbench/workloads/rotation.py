@@ -21,35 +21,62 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accelbench.backends import raw_access
+from accelbench.backends import raw_access, raw_values
 from accelbench.results import Check
+from accelbench.workloads import sampled_check
 from accelbench.workloads.base import Prepared
+from accelbench.workloads.sampled_check import Expectation
 
 VARIANTS = 2
 SEED_STRIDE = 7919  # variant k draws its inputs from seed + k * SEED_STRIDE
 KEPT = 3            # calls since the last poison kept for the check (reservoir sample)
 _PRIVATE = random.SystemRandom()  # which calls are kept: nothing the backend can seed or observe
+# the scales an input set may hold, its first values times one of these: a power of two or its
+# negative is exact in every float dtype, and never below the first values (a subnormal halved rounds)
+SCALES = (1.0, -1.0, 2.0, -2.0, 4.0, -4.0)
+NEW_OBJECT_SHARE = 0.25    # changed values come in new array objects this often, else in place
+FULL_POISON_SHARE = 0.125  # the whole output poisoned this often, else a few scattered elements
 
 
 @dataclass(eq=False)  # compared by identity: a refreshed variant is another one
 class Variant:
     inputs: list[Any]                 # on the device
-    reference: np.ndarray             # float64, what the output must be
+    reference: Any                    # float64, what the output must be (None where an Expectation says it)
     out: Any = None                   # an output buffer on the device, where the op writes into one
     last: Any = None                  # what the last call on this variant returned
     hosts: list[np.ndarray] = field(default_factory=list)  # the inputs' host values (for transfers)
     key: int = 0                      # which variant this is: 0, 1, ... (refreshed ones count on)
     #: frees what the variant holds outside its own fields (a kernel runner's buffers), once replaced
     drop: Callable[[], None] | None = None
+    #: the host values the expected outputs are computed from (never written; default: `hosts`)
+    base: list[np.ndarray] | None = None
+    #: the factor every input of the set now holds against `base` (SCALES)
+    scale: float = 1.0
+    #: the timed call reads `hosts` (a host-to-device copy), not `inputs`: those are what change
+    reads_hosts: bool = False
+
+    @property
+    def bases(self) -> list[np.ndarray]:
+        return self.base if self.base is not None else self.hosts
+
+    @property
+    def changeable(self) -> list[Any]:
+        return self.hosts if self.reads_hosts else self.inputs
 
 
 class Rotation:
     """`make(index)` builds variant `index` (0, 1, ... and higher for refreshed ones)."""
 
-    def __init__(self, make: Callable[[int], Variant], judge: Callable[[Any, Variant], Check],
-                 count: int = VARIANTS, typed: bool = False) -> None:
-        """`typed`: the output must be of its first input's dtype (the core workloads)."""
+    def __init__(self, make: Callable[[int], Variant], judge: Callable[[Any, Variant], Check] | None = None,
+                 count: int = VARIANTS, typed: bool = False, expect: Expectation | None = None,
+                 device: str = "", upload: Callable[[np.ndarray], Any] | None = None) -> None:
+        """`typed`: the output must be of its first input's dtype (the core workloads). `expect`: the
+        outputs are judged by sampled elements (workloads/sampled_check.py) and every timed block gets
+        changed input values (`before_block`); `upload` places host values on `device` where an input's
+        framework cannot scale it (default: the backend's from_host)."""
         self.make, self.judge, self.typed = make, judge, typed
+        self.expect, self.device, self.upload = expect, device, upload
+        self.marked: dict[int, np.ndarray] = {}    # id(output buffer) -> flat positions the poison marked
         self.variants = [self._made(k) for k in range(count)]
         self.turn = -1
         self.made = count
@@ -103,6 +130,7 @@ class Rotation:
         judged = [(v.last, v) for v in self.variants if v.last is not None and
                   (not self.touched or v.key in self.touched)]
         judged += [(out, v) for out, v in self.kept if v in self.variants and out is not None]
+        judged = list({(id(out), v.key): (out, v) for out, v in judged}.values())  # each output once
         checks = [self._checked_one(out, v) for out, v in judged]
         if not checks:
             return Check(False, float("inf"), 0.0, "no timed call produced an output")
@@ -111,14 +139,24 @@ class Rotation:
                                                      else float("inf")))
 
     def _checked_one(self, output: Any, variant: Variant) -> Check:
-        check = self.judge(output, variant)
+        if self.expect is not None:
+            read = self.backend.to_host if self.backend is not None else None
+            location = self.backend.location if self.backend is not None else (lambda _: self.device)
+            check = sampled_check.judge(output, variant, self.expect, self.marked.get(id(output)), _PRIVATE,
+                                        location, self.device, read)
+        else:
+            assert self.judge is not None, "a Rotation needs a judge or an expectation"
+            check = self.judge(output, variant)
         problem = (_dtype_problem(output, variant) if self.typed else None) or self._aliasing(output, variant)
         if problem is None:
             return check
         return Check(False, float("inf"), check.tolerance, f"{problem}; {check.detail}", check.device_seen)
 
     def _aliasing(self, output: Any, variant: Variant) -> str | None:
-        """An output that is its host input's memory: nothing was moved or computed into it."""
+        """An output that is its host input's memory (nothing was moved or computed into it), or one of
+        its device inputs' (a "copy" that hands back a view of what it read)."""
+        if self.expect is not None and any(raw_values.shares_memory(output, i) for i in variant.inputs):
+            return "the output shares memory with an input of the call: nothing was computed into it"
         for host in variant.hosts:
             if isinstance(output, (np.ndarray, np.generic)):
                 if np.may_share_memory(output, host):
@@ -151,6 +189,63 @@ class Rotation:
                     fill(array)  # a type accelbench cannot write: only the backend can (its placement is unverified)
         self.kept, self.since_poison, self.touched = [], 0, set()
 
+    def before_block(self, calls: int) -> None:
+        """Before every timed block alike (runner/block_audit.py): the input sets the block's calls
+        will use get new values, by an exact factor, in place or in new array objects (a drawn share),
+        and their output buffers are poisoned through the framework: a few scattered elements, or (a
+        drawn share) all of them. Nothing falls back to the backend's own fill: an output its
+        framework cannot write is judged by its values alone, which the new inputs make differ from
+        the last block's everywhere."""
+        count = len(self.variants)
+        used = {(self.turn + 1 + step) % count for step in range(max(1, min(calls, count)))}
+        self.marked = {}
+        for index in sorted(used):
+            variant = self.variants[index]
+            self._change(variant)
+            for array in {id(a): a for a in (variant.out, variant.last) if a is not None}.values():
+                self._poison_one(array)
+        self.kept, self.since_poison, self.touched = [], 0, set()
+
+    def _poison_one(self, array: Any) -> None:
+        if _PRIVATE.random() < FULL_POISON_SHARE and raw_access.poison(array):
+            return
+        drawn: list[np.ndarray] = []
+
+        def draw(size: int, count: int) -> np.ndarray:
+            drawn.append(_draw(size, count))
+            return drawn[-1]
+        if raw_access.poison_scattered(array, draw) and drawn:
+            self.marked[id(array)] = drawn[-1]  # flat positions, as the check reads them
+
+    def _change(self, variant: Variant) -> None:
+        """Every input of `variant` × (new scale / old scale): exact, and every value differs."""
+        scale = _PRIVATE.choice([s for s in SCALES if s != variant.scale])
+        factor = scale / variant.scale
+        arrays = variant.changeable
+        for index, array in enumerate(arrays):
+            base = variant.bases[index] if index < len(variant.bases) else None
+            aliased = base is not None and not variant.reads_hosts and raw_values.shares_memory(array, base)
+            fresh = not variant.reads_hosts and _PRIVATE.random() < NEW_OBJECT_SHARE
+            if not (fresh or aliased) and raw_values.scale_in_place(array, factor):
+                continue
+            replaced = None if aliased else raw_values.scaled_copy(array, factor)
+            if replaced is None and base is not None:
+                replaced = self._uploaded(base, scale, array)
+            if replaced is None:
+                raise RuntimeError(f"cannot change the values of a {type(array).__name__} input")
+            arrays[index] = replaced
+        variant.scale = scale
+
+    def _uploaded(self, base: np.ndarray, scale: float, like: Any) -> Any:
+        values = (np.asarray(base) * np.asarray(scale, dtype=np.asarray(base).dtype))
+        if self.upload is not None:
+            return self.upload(values)
+        if self.backend is None:
+            return None
+        placed = self.backend.from_host(values, self.device)
+        dtype = raw_access.dtype_name(like)
+        return self.backend.astype(placed, dtype) if dtype == "bfloat16" else placed
+
     def refresh(self) -> None:
         """The variant the next call uses gets inputs never seen before (new arrays, new values)."""
         upcoming = (self.turn + 1) % len(self.variants)
@@ -172,9 +267,10 @@ class Rotation:
         """The Prepared of a rotating workload: its compute op, check, poison and refresh wired in."""
         self.settle, self.fill, self.backend = backend.wait_for, backend.fill_nan, backend
         op = fields.pop("op")
+        audited = self.expect is not None
         return Prepared(compute=lambda: self.call(op), check_output=lambda _: self.check(),
                         poison=lambda: self.poison(backend.fill_nan), refresh=self.refresh,
-                        wake=lambda: self.wake(op),
+                        wake=lambda: self.wake(op), before_block=self.before_block if audited else None,
                         release=self.release, variants=len(self.variants), **fields)
 
     def release(self) -> None:

@@ -21,6 +21,7 @@ from accelbench.workloads.rotation import SEED_STRIDE
 from accelbench.workloads.stats.arrays import ACCELERATOR_CHUNK_ELEMENTS, chunk_counts, map_draws
 from accelbench.workloads.stats.base import QUICK_DTYPES, StatsWorkload, base_metrics, checked
 from accelbench.workloads.stats.checking import Conditions, relative_error
+from accelbench.workloads.stats.draw_spread import audited_draws
 from accelbench.workloads.stats.rng import device_random, generator_name
 
 OPTION = {"spot": 100.0, "strike": 110.0, "rate": 0.05, "volatility": 0.2, "maturity_years": 1.0}
@@ -95,9 +96,11 @@ class MonteCarlo(StatsWorkload):
             sums = [value for array in (narrow, wide) for value in ops.to_host64(array)]
             return {k: v for k, v in self.judge(sums, n, dtype, "", "")[1].items() if "float64" in k}
 
-        return checked(lambda: ops.ready(payoff_sums(ops, chunk, timed, n, dtype)), judge,
-                       base_metrics(self, params, seed, generator_name(ops)) | OPTION,
-                       figures=same_draws_in_float64 if also_float64 else None, draws_afresh=True)
+        prepared = checked(lambda: ops.ready(payoff_sums(ops, chunk, timed, n, dtype)), judge,
+                           base_metrics(self, params, seed, generator_name(ops)) | OPTION,
+                           figures=same_draws_in_float64 if also_float64 else None, draws_afresh=True)
+        return audited_draws(prepared, lambda output: self.distance(list(ops.to_host64(output)), n, dtype),
+                             f"call price from {n} draws in {dtype}", ops.backend.location)
 
     def prepare_kernels(self, runner, params, seed):
         n, dtype = params["n"], params["dtype"]
@@ -115,9 +118,16 @@ class MonteCarlo(StatsWorkload):
                 runner.montecarlo_sums(n, seed, "float64", OPTION))  # the same stream
             return {k: v for k, v in self.judge(sums, n, dtype, "", "")[1].items() if "float64" in k}
 
-        return checked(compute, judge, base_metrics(self, params, seed, runner.generator) | OPTION,
-                       figures=same_draws_in_float64 if dtype != "float64" and runner.has_float64 else None,
-                       to_host=runner.fetch_last, draws_afresh=True)
+        prepared = checked(compute, judge, base_metrics(self, params, seed, runner.generator) | OPTION,
+                           figures=same_draws_in_float64 if dtype != "float64" and runner.has_float64 else None,
+                           to_host=runner.fetch_last, draws_afresh=True)
+        return audited_draws(prepared, lambda output: self.distance(
+            list(np.asarray(runner.backend.to_host(output), dtype=np.float64)), n, dtype),
+            f"call price from {n} draws in {dtype}", runner.backend.location)
+
+    def distance(self, sums, n: int, dtype: str) -> float:
+        """How far one call's estimate lies from the exact price, in its own standard errors."""
+        return float(self.judge(sums, n, dtype, "", "")[1]["error_in_standard_errors"])
 
     def judge(self, sums, n: int, dtype: str, device_seen: str, device_asked: str):
         """The Check and the figures for the metrics, from [sum, sum², (sum64, sum²64)]."""

@@ -1,0 +1,252 @@
+"""Backends that cheat only when they believe a call is not checked (issue 41's "when" axis).
+
+`Sneaky(kind, when, strength)` is the honest numpy backend, except that on calls its `when` rule
+takes for unchecked timed calls it applies its `kind` of cheat. A check made apart from the timing
+(its own stack, freshly poisoned buffers, short blocks, new input objects) would see it honest;
+the audited timing (runner/block_audit.py) must leave it nothing to tell apart.
+
+Kinds (each inflates a rate by about `strength` where it applies):
+- skip: only the first 1/strength of the output is computed;
+- every_kth: every k-th cheating call does nothing (k = strength);
+- lower: float64 computed in float32, float32 on bfloat16-rounded values;
+- alias: a copy hands back its input instead of writing its output;
+- cache: a call whose inputs' sampled contents match the last call on that output writes nothing;
+- partial_wait: asynchronous; synchronize() waits for 1/strength of the queued work;
+- threads: the work split over extra threads while the result records one;
+- child: half the work done by a child process while the result records one thread.
+
+Whens: always; stack (honest under a frame named like a check); buffer (honest where its output
+shows NaN: a poisoned buffer); depth (cheats only from the 3rd call after a synchronize()); time
+(honest within 20 ms of new input objects); identity (cheats on input objects it has seen before).
+"""
+from __future__ import annotations
+
+import inspect
+import multiprocessing
+import time
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import shared_memory
+from typing import Any, Callable
+
+import numpy as np
+from mutants import _Queue
+
+from accelbench.backends.numpy_backend import NumpyBackend
+from accelbench.workloads.verify import round_to_bfloat16
+
+KINDS = ("skip", "every_kth", "lower", "alias", "cache", "partial_wait", "threads", "child")
+WHENS = ("always", "stack", "buffer", "depth", "time", "identity")
+CHECK_WORDS = ("audit", "check", "prove", "fresh", "verify", "judge", "poison")
+FRESH_S = 0.02
+
+
+def _lower(array: np.ndarray) -> np.ndarray:
+    return array.astype(np.float32) if array.dtype == np.float64 else round_to_bfloat16(array)
+
+
+class _Child:
+    """A helper process that multiplies rows of shared-memory matrices (the `child` cheat)."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipe, remote = context.Pipe()
+        self.process = context.Process(target=_serve, args=(remote,), daemon=True)
+        self.process.start()
+
+    def run(self, names: tuple[str, ...], shapes: tuple, dtype: str, rows: slice) -> None:
+        self.pipe.send((names, shapes, dtype, rows.start, rows.stop))
+
+    def wait(self) -> None:
+        self.pipe.recv()
+
+
+def _serve(pipe) -> None:
+    attached: dict[str, shared_memory.SharedMemory] = {}
+    while True:
+        names, shapes, dtype, start, stop = pipe.recv()
+        arrays = []
+        for name, shape in zip(names, shapes):
+            if name not in attached:
+                attached[name] = shared_memory.SharedMemory(name=name)
+            arrays.append(np.ndarray(shape, dtype=dtype, buffer=attached[name].buf))
+        *inputs, out = arrays
+        if len(inputs) == 2:
+            np.matmul(inputs[0][start:stop], inputs[1], out=out[start:stop])
+        else:
+            out[start:stop] = inputs[0][start:stop]
+        pipe.send(True)
+
+
+class Sneaky(NumpyBackend):
+    name = "sneaky"
+
+    def __init__(self, kind: str, when: str = "always", strength: float = 2.0) -> None:
+        super().__init__()
+        self.kind, self.when, self.strength = kind, when, float(strength)
+        self.calls = 0
+        self.since_sync = 0
+        self.seen_ids: set[tuple[int, ...]] = set()
+        self.born: dict[tuple[int, ...], float] = {}
+        self.fingerprints: dict[int, tuple] = {}
+        self.queue = _Queue() if kind == "partial_wait" else None
+        self.pool = ThreadPoolExecutor(2) if kind == "threads" else None
+        self.child = _Child() if kind == "child" else None
+        self.shared: dict[int, shared_memory.SharedMemory] = {}
+        self.cheated = 0
+
+    # -- memory: shared where a child process must reach it ---------------------------------
+    def _alloc(self, shape, dtype) -> np.ndarray:
+        if self.child is None:
+            return np.empty(shape, dtype=dtype)
+        size = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        block = shared_memory.SharedMemory(create=True, size=size)
+        array = np.ndarray(shape, dtype=dtype, buffer=block.buf)
+        self.shared[id(array)] = block
+        return array
+
+    def empty(self, shape, dtype, device):
+        return self._alloc(shape, dtype)
+
+    def from_host(self, array, device, pinned=False):
+        copy = self._alloc(np.shape(array), np.asarray(array).dtype)
+        copy[...] = array
+        return copy
+
+    def to_host(self, array, out=None):
+        if self.queue is not None:
+            self.queue.join()
+        return np.array(array, copy=True)
+
+    def synchronize(self, device):
+        self.since_sync = 0
+        if self.queue is None:
+            return
+        cheating = self._believes_unchecked(None, ())
+        self.queue.join(1.0 / self.strength if cheating else 1.0)
+
+    # -- when: does this call look unchecked? -------------------------------------------------
+    def _believes_unchecked(self, out: Any, inputs: tuple) -> bool:
+        when = self.when
+        if when == "always":
+            return True
+        if when == "stack":
+            names = " ".join(frame.function for frame in inspect.stack(0)[2:60]).lower()
+            return not any(word in names for word in CHECK_WORDS)
+        if when == "buffer":
+            if not isinstance(out, np.ndarray) or not out.size or out.dtype.kind != "f":
+                return True
+            flat = out.reshape(-1)
+            probe = flat[:: max(1, flat.size // 8)][:8]
+            return not (np.isnan(flat[0]) or np.isnan(probe).any())
+        if when == "depth":
+            return self.since_sync >= 2
+        key = tuple(id(a) for a in inputs)
+        if when == "time":
+            born = self.born.setdefault(key, time.perf_counter())
+            return time.perf_counter() - born > FRESH_S
+        if when == "identity":
+            seen = key in self.seen_ids
+            self.seen_ids.add(key)
+            return seen
+        raise ValueError(when)
+
+    # -- the ops ---------------------------------------------------------------------------
+    def _run(self, honest: Callable[..., Any], rows: tuple, full: tuple, out: Any) -> Any:
+        self.calls += 1
+        self.since_sync += 1
+        cheat = self._believes_unchecked(out, rows + full)
+        self.cheated += cheat
+        if out is None:  # a sum: a new value each call
+            data = rows[0]
+            if cheat and self.kind == "skip":
+                return honest(data[: max(1, int(len(data) / self.strength))], None)
+            if cheat and self.kind == "lower":
+                return data.dtype.type(honest(_lower(data), None))
+            return honest(*rows, *full, None)
+        kind = self.kind if cheat else "honest"
+        if kind == "skip":
+            n = max(1, int(len(out) / self.strength))
+            honest(*(r[:n] for r in rows), *full, out[:n])
+        elif kind == "every_kth":
+            if self.calls % max(2, round(self.strength)) != 0:
+                honest(*rows, *full, out)
+        elif kind == "lower":
+            out[...] = honest(*(_lower(r) for r in rows), *(_lower(f) for f in full),
+                              np.empty(out.shape, _lower(rows[0]).dtype))
+        elif kind == "alias" and not full and len(rows) == 1 and honest.__name__ == "copy":
+            return rows[0]
+        elif kind == "cache":
+            fingerprint = tuple(float(np.asarray(r).reshape(-1)[:: 997].sum()) for r in rows + full)
+            if self.fingerprints.get(id(out)) != fingerprint:
+                honest(*rows, *full, out)
+                self.fingerprints[id(out)] = fingerprint
+        elif kind == "partial_wait":
+            self.queue.put(lambda: honest(*rows, *full, out))
+        elif kind == "threads" and len(out) > 1:
+            half = len(out) // 2
+            parts = [self.pool.submit(honest, *(r[:half] for r in rows), *full, out[:half]),
+                     self.pool.submit(honest, *(r[half:] for r in rows), *full, out[half:])]
+            for part in parts:
+                part.result()
+        elif kind == "child" and len(out) > 1 and all(id(a) in self.shared for a in (*rows, *full, out)):
+            arrays = (*rows, *full, out)
+            half = len(out) // 2
+            self.child.run(tuple(self.shared[id(a)].name for a in arrays), tuple(a.shape for a in arrays),
+                           out.dtype.name, slice(half, len(out)))
+            honest(*(r[:half] for r in rows), *full, out[:half])
+            self.child.wait()
+        elif self.queue is not None:
+            self.queue.put(lambda: honest(*rows, *full, out))
+        else:
+            honest(*rows, *full, out)
+        return out
+
+    def matmul(self, a, b, out=None):
+        def product(a, b, o):
+            return np.matmul(a, b, out=o) if o is not None else np.matmul(a, b)
+        return self._run(product, (a,), (b,), out)
+
+    def copy(self, a, out):
+        def copy(a, o):
+            o[...] = a
+            return o
+        return self._run(copy, (a,), (), out)
+
+    def scale(self, a, scalar, out):
+        return self._run(lambda a, o: np.multiply(a, scalar, out=o), (a,), (), out)
+
+    def add(self, a, b, out):
+        return self._run(lambda a, b, o: np.add(a, b, out=o), (a, b), (), out)
+
+    def triad(self, a, b, scalar, out):
+        def triad(a, b, o):
+            np.multiply(b, scalar, out=o)
+            return np.add(o, a, out=o)
+        return self._run(triad, (a, b), (), out)
+
+    def elementwise(self, a, out):
+        def elementwise(a, o):
+            np.multiply(a, a, out=o)
+            return np.add(o, a, out=o)
+        return self._run(elementwise, (a,), (), out)
+
+    def total(self, a):
+        def summed(a, o):
+            return np.sum(a)
+        return self._run(summed, (a,), (), None)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
+        if self.child is not None:
+            self.child.process.terminate()
+        for block in self.shared.values():
+            try:
+                block.close()
+                block.unlink()
+            except OSError:
+                pass
+        self.shared.clear()
+
+
+__all__ = ["KINDS", "WHENS", "Sneaky"]
