@@ -24,6 +24,9 @@ WORKLOADS = {
     "triad": {"kernel": "triad", "n": 1 << 18, "dtype": "float64"},
     "reduce": {"n": 1 << 18, "dtype": "float64"},
     "elementwise": {"n": 1 << 18, "dtype": "float32"},
+    "memcpy h2d": {"direction": "h2d", "bytes": 4 << 20, "pinned": False},
+    "memcpy d2h": {"direction": "d2h", "bytes": 4 << 20, "pinned": False},
+    "memcpy d2d": {"direction": "d2d", "bytes": 4 << 20, "pinned": False},
 }
 LIMIT = 1.25
 HONEST_REPEATS = 3
@@ -44,7 +47,10 @@ class Cell:
 
 
 def applies(kind: str, workload: str) -> bool:
-    """Where a cheat has something to act on: aliasing needs a copy; threads and children need rows."""
+    """Where a cheat has something to act on: aliasing needs a copy; threads and children need rows;
+    a transfer can be partial, stale or no copy at all."""
+    if workload.startswith("memcpy"):
+        return kind in ("skip", "every_kth", "alias") or (workload == "memcpy d2d" and kind in ("lower", "cache"))
     if kind == "alias":
         return workload == "stream"
     if kind in ("threads", "child"):
@@ -60,7 +66,7 @@ def devices() -> dict:
 
 
 def measure(backend, workload: str):
-    name = "stream" if workload == "triad" else workload
+    name = "stream" if workload == "triad" else workload.split()[0]
     spec = Spec.make(name, backend.name, "cpu", **WORKLOADS[workload])
     with backend.threads(1):
         return measure_item(PlanItem(spec, 1), backend, RIGORS["quick"], seed=23, trust=TrustContext(devices=devices()))
@@ -71,11 +77,12 @@ def _median(m) -> float:
 
 
 def honest_median(workload: str) -> float:
-    return min(_median(measure(Sneaky("honest"), workload)) for _ in range(HONEST_REPEATS))
+    return min(_median(measure(Sneaky("honest", separate=workload.startswith("memcpy")), workload))
+               for _ in range(HONEST_REPEATS))
 
 
 def cell(kind: str, when: str, workload: str, honest_s: float, strength: float = 2.0) -> Cell:
-    backend = Sneaky(kind, when, strength)
+    backend = Sneaky(kind, when, strength, separate=workload.startswith("memcpy"))
     try:
         m = measure(backend, workload)
     except Exception as error:  # noqa: BLE001 - a cheat that breaks the run is caught, as a failed spec

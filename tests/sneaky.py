@@ -80,9 +80,12 @@ def _serve(pipe) -> None:
 class Sneaky(NumpyBackend):
     name = "sneaky"
 
-    def __init__(self, kind: str, when: str = "always", strength: float = 2.0) -> None:
+    def __init__(self, kind: str, when: str = "always", strength: float = 2.0, separate: bool = False) -> None:
         super().__init__()
-        self.kind, self.when, self.strength = kind, when, float(strength)
+        self.kind, self.when, self.strength, self.separate = kind, when, float(strength), separate
+        self.uploads = 0
+        self.last_upload: Any = None
+        self.last_sum: Any = None
         self.calls = 0
         self.since_sync = 0
         self.seen_ids: set[tuple[int, ...]] = set()
@@ -107,15 +110,40 @@ class Sneaky(NumpyBackend):
     def empty(self, shape, dtype, device):
         return self._alloc(shape, dtype)
 
+    def shares_host_memory(self, device):
+        return not self.separate  # separate: a "device" of its own memory, so memcpy runs on it
+
     def from_host(self, array, device, pinned=False):
+        """A host-to-device copy; while cheating, only part of it (skip), none (alias: the host array
+        itself), or every k-th one (the last upload again)."""
+        self.uploads += 1
+        cheat = self.separate and self._believes_unchecked(None, (array,))
+        if cheat and self.kind == "alias":
+            return array
+        if cheat and self.kind == "every_kth" and self.last_upload is not None and \
+                self.uploads % max(2, round(self.strength)) != 0:
+            return self.last_upload
         copy = self._alloc(np.shape(array), np.asarray(array).dtype)
-        copy[...] = array
+        flat, source = copy.reshape(-1), np.asarray(array).reshape(-1)
+        count = max(1, int(flat.size / self.strength)) if cheat and self.kind == "skip" else flat.size
+        flat[:count] = source[:count]
+        self.last_upload = copy
         return copy
 
     def to_host(self, array, out=None):
         if self.queue is not None:
             self.queue.join()
-        return np.array(array, copy=True)
+        cheat = self.separate and out is not None and self._believes_unchecked(out, (array,))
+        if out is None:
+            return np.array(array, copy=True)
+        if cheat and self.kind == "alias":
+            return array  # the "device" memory itself
+        flat, source = out.reshape(-1), np.asarray(array).reshape(-1)
+        count = max(1, int(flat.size / self.strength)) if cheat and self.kind == "skip" else flat.size
+        if not (cheat and self.kind == "every_kth" and self.uploads % max(2, round(self.strength)) != 0):
+            flat[:count] = source[:count]
+        self.uploads += 1
+        return out
 
     def synchronize(self, device):
         self.since_sync = 0
@@ -129,8 +157,9 @@ class Sneaky(NumpyBackend):
         when = self.when
         if when == "always":
             return True
-        if when == "stack":
-            names = " ".join(frame.function for frame in inspect.stack(0)[2:60]).lower()
+        if when == "stack":  # accelbench's own frames: what a plugin sees above its call
+            names = " ".join(frame.function for frame in inspect.stack(0)[2:60]
+                             if "/accelbench/" in frame.filename.replace("\\", "/")).lower()
             return not any(word in names for word in CHECK_WORDS)
         if when == "buffer":
             if not isinstance(out, np.ndarray) or not out.size or out.dtype.kind != "f":
@@ -162,7 +191,11 @@ class Sneaky(NumpyBackend):
                 return honest(data[: max(1, int(len(data) / self.strength))], None)
             if cheat and self.kind == "lower":
                 return data.dtype.type(honest(_lower(data), None))
-            return honest(*rows, *full, None)
+            if cheat and self.kind in ("every_kth", "cache") and self.last_sum is not None and \
+                    self.calls % max(2, round(self.strength)) != 0:
+                return self.last_sum  # the last call's sum again, whatever the inputs now
+            self.last_sum = honest(*rows, *full, None)
+            return self.last_sum
         kind = self.kind if cheat else "honest"
         if kind == "skip":
             n = max(1, int(len(out) / self.strength))

@@ -26,7 +26,7 @@ EXPLAINED: dict[tuple[str, str], str] = {}
 FAST = [
     ("skip_fraction", "stream", 0), ("every_kth", "matmul", 0), ("partial_rewrite", "matmul", 0),
     ("partial_rewrite", "elementwise", 0), ("drop_overwritten", "matmul", 0), ("sync_stops", "elementwise", 1),
-    ("partial_wait", "matmul", 1), ("lower_precision", "reduce", 0), ("claim_device", "reduce", 0),
+    ("partial_wait", "matmul", 0), ("lower_precision", "reduce", 0), ("claim_device", "reduce", 0),
     ("zero_copy_upload", "memcpy", 0), ("opaque_partial", "stream", 0),
 ]
 

@@ -80,6 +80,8 @@ def _measured(backend):
 
 def test_a_backend_drawing_half_the_numbers_is_invalid_and_an_honest_one_is_not():
     cheat, honest = _measured(HalfDraws()), _measured(NumpyBackend())
-    assert cheat.verdict == INVALID and "scatter" in cheat.check.detail, (cheat.check.detail, cheat.verdict_reasons)
+    # the spread of all estimates, or now and then one estimate √2 too far out on its own
+    assert cheat.verdict == INVALID and ("scatter" in cheat.check.detail or "SE" in cheat.check.detail), (
+        cheat.check.detail, cheat.verdict_reasons)
     assert honest.verdict != INVALID and honest.check.passed, (honest.check.detail, honest.verdict_reasons)
     assert "scatter" in honest.check.detail  # judged together, as independent draws of the count do

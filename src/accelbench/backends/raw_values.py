@@ -20,38 +20,61 @@ from accelbench.backends.raw_access import framework_name
 _MUTABLE = ("numpy", "torch", "cupy", "pyopencl")
 
 
-def scale_in_place(array: Any, factor: float) -> bool:
-    """array *= factor through its framework; False where it cannot (immutable, unknown, read-only)."""
+def negate_at(array: Any, flat: np.ndarray) -> bool:
+    """array.flat[flat] *= -1 through its framework, in place; False where it cannot (immutable,
+    unknown, read-only, not contiguous)."""
     framework = framework_name(array)
-    if framework not in _MUTABLE:
-        return False
+    if framework not in _MUTABLE or not len(flat):
+        return framework in _MUTABLE
     try:
         if framework == "numpy":
-            if not array.flags.writeable:
+            if not array.flags.writeable or not array.flags.c_contiguous:
                 return False
-            np.multiply(array, array.dtype.type(factor), out=array)
+            view = array.reshape(-1)
+            view[flat] = -view[flat]
         elif framework == "torch":
-            array.mul_(factor)
-        elif framework == "pyopencl":
-            return _opencl_scale(array, factor)
+            import torch
+
+            if not array.is_contiguous():
+                return False
+            view = array.view(-1)
+            where = torch.as_tensor(flat, device=array.device)
+            view[where] = -view[where]
+        elif framework == "cupy":
+            import cupy
+
+            view = array.reshape(-1)
+            where = cupy.asarray(flat)
+            view[where] = -view[where]
         else:
-            array *= factor
+            return _opencl_negate(array, flat)
     except Exception:  # noqa: BLE001 - an array it cannot write: the caller makes a new one
         return False
     return True
 
 
-def scaled_copy(array: Any, factor: float) -> Any | None:
-    """A new array of the same framework, device and dtype holding array × factor; None where unknown."""
+def negated_copy(array: Any, flat: np.ndarray) -> Any | None:
+    """A new array of the same framework, device and dtype holding `array` with the elements at `flat`
+    negated; None where the framework is unknown."""
     framework = framework_name(array)
     try:
-        if framework in ("numpy", "cupy", "jax", "jaxlib"):
-            return (array * array.dtype.type(factor)) if framework == "numpy" else array * factor
-        if framework in ("torch", "pyopencl"):
-            return array * factor
+        if framework in ("jax", "jaxlib"):
+            return array.reshape(-1).at[flat].multiply(-1).reshape(array.shape)
+        if framework in _MUTABLE:
+            copy = array.clone() if framework == "torch" else array.copy()
+            return copy if negate_at(copy, flat) else None
     except Exception:  # noqa: BLE001 - the caller uploads one instead
         return None
     return None
+
+
+def itemsize(array: Any) -> int:
+    """Bytes per element, read from the array (8 where it cannot say)."""
+    size = getattr(array, "itemsize", None)
+    if isinstance(size, int):
+        return size
+    element_size = getattr(array, "element_size", None)
+    return int(element_size()) if callable(element_size) else 8
 
 
 def gather(array: Any, flat: np.ndarray) -> np.ndarray | None:
@@ -60,7 +83,7 @@ def gather(array: Any, flat: np.ndarray) -> np.ndarray | None:
     framework = framework_name(array)
     try:
         if framework == "numpy" or isinstance(array, np.generic):
-            return np.asarray(array, dtype=np.float64).reshape(-1)[flat]
+            return np.asarray(np.asarray(array).reshape(-1)[flat], dtype=np.float64)  # index, then widen
         if framework == "torch":
             import torch
 
@@ -71,7 +94,7 @@ def gather(array: Any, flat: np.ndarray) -> np.ndarray | None:
 
             return cupy.asnumpy(array.reshape(-1)[cupy.asarray(flat)]).astype(np.float64)
         if framework in ("jax", "jaxlib"):
-            return np.asarray(np.asarray(array).reshape(-1)[flat], dtype=np.float64)
+            return np.asarray(np.asarray(array).reshape(-1)[flat], dtype=np.float64)  # jax's host view, indexed
         if framework == "pyopencl":
             import pyopencl.array as cl_array
 
@@ -121,26 +144,23 @@ def shares_memory(first: Any, second: Any) -> bool:
 
 
 _OPENCL_TYPES = {"float32": "float", "float64": "double"}
-_opencl_programs: dict[tuple[int, str], Any] = {}
+_opencl_kernels: dict[tuple[int, str], Any] = {}
 
 
-def _opencl_scale(array: Any, factor: float) -> bool:
-    """array *= factor with a one-line kernel, one work-item an element: PoCL vectorises it
-    (pyopencl's `*=`, a strided loop, ran 15× slower on 64 MiB on a CPU device)."""
+def _opencl_negate(array: Any, flat: np.ndarray) -> bool:
+    """array[flat] = -array[flat] with a one-line kernel, a work-item per position."""
     import pyopencl as cl
+    import pyopencl.array as cl_array
 
     type_name = _OPENCL_TYPES.get(array.dtype.name)
     if type_name is None or not array.flags.c_contiguous:
         return False
     key = (id(array.context), type_name)
-    if key not in _opencl_programs:
-        if type_name == "double":
-            source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-        else:
-            source = ""
-        source += (f"__kernel void scale(__global {type_name} *a, {type_name} f) "
-                   "{ a[get_global_id(0)] *= f; }")
-        _opencl_programs[key] = cl.Kernel(cl.Program(array.context, source).build(), "scale")
-    if array.size:
-        _opencl_programs[key](array.queue, (int(array.size),), None, array.base_data, array.dtype.type(factor))
+    if key not in _opencl_kernels:
+        source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if type_name == "double" else ""
+        source += (f"__kernel void negate_at(__global {type_name} *a, __global const long *at) "
+                   "{ size_t i = at[get_global_id(0)]; a[i] = -a[i]; }")
+        _opencl_kernels[key] = cl.Kernel(cl.Program(array.context, source).build(), "negate_at")
+    where = cl_array.to_device(array.queue, np.asarray(flat, dtype=np.int64))
+    _opencl_kernels[key](array.queue, (len(flat),), None, array.base_data, where.data)
     return True

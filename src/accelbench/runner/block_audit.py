@@ -78,6 +78,7 @@ class Block:
     cpu_s: float
     late_s: float
     judged: bool = False
+    judged_outputs: int = 0   # the timed calls' outputs its judgement read
 
 
 @dataclass
@@ -99,6 +100,9 @@ class BlockAudit:
     read_failed: str = ""
     overhead_s: float = 0.0
     judged_together: Callable[[], Check] | None = None  # Prepared.judged_together
+    snapshot_output: Callable[[Any], Any] | None = None  # Prepared.snapshot_output
+    judge_snapshot: Callable[[Any], Check] | None = None  # Prepared.judge_snapshot
+    snapshots: list[Any] = field(default_factory=list)
     more_judged: Callable[[], int] | None = None  # Prepared.more_judged
     children: Any = None    # contention.FamilyThreads: child processes' threads, where /proc can be read
     _draw: random.Random = field(default_factory=lambda: private_draw())
@@ -122,10 +126,13 @@ class BlockAudit:
         self.blocks.append(block)
         if self.failed is None and self._draw.random() < CHECK_SHARE:
             block.judged = True
-            check = self.check_output(self.last_output())
-            self.checks.append(check)
-            if not check.passed:
-                self.failed = check
+            if self.snapshot_output is not None:  # read now, judged when the timing is over
+                taken = self.snapshot_output(self.last_output())
+                self.snapshots.append(taken)
+                block.judged_outputs = len(taken) if isinstance(taken, list) else min(calls, self.variants)
+            else:
+                self._judged(self.check_output(self.last_output()))
+                block.judged_outputs = min(calls, self.variants)
         return wall_s + (late_s if self._is_late(block) else 0.0)
 
     def length(self, calls: int) -> int:
@@ -156,8 +163,8 @@ class BlockAudit:
         return False
 
     def judged_calls(self) -> int:
-        """Calls whose outputs were judged: each judged block's last call on each input set it used."""
-        return sum(min(b.calls, self.variants) for b in self.blocks if b.judged)
+        """Timed calls whose outputs were judged (each at most once: the last call on each input set)."""
+        return sum(b.judged_outputs for b in self.blocks)
 
     def finished(self) -> bool:
         """A judged block failed: more blocks cannot change the verdict."""
@@ -186,9 +193,22 @@ class BlockAudit:
         return block.late_s > max(LATE_MIN_S, LATE_CALL_SHARE * per_call_s)
 
     # -- what they found -------------------------------------------------------------------------
+    def _judged(self, check: Check) -> None:
+        self.checks.append(check)
+        if not check.passed and self.failed is None:
+            self.failed = check
+
+    def judge_snapshots(self) -> None:
+        """The outputs read after the judged blocks, judged now (once)."""
+        taken, self.snapshots = self.snapshots, []
+        if self.judge_snapshot is not None:
+            for snapshot in taken:
+                self._judged(self.judge_snapshot(snapshot))
+
     def check(self) -> Check:
         """The first failed judgement, else the judgement of all of them together where the workload
         has one (a Monte Carlo spread), else the worst passed one."""
+        self.judge_snapshots()
         if self.failed is not None:
             return self.failed
         if not self.checks:
@@ -239,9 +259,13 @@ class BlockAudit:
         figures = {"late_blocks": len(late), "blocks": len(self.blocks), "late_s": waited_s}
         text = (f"reading each timed block's last output back after synchronize() waited {format_seconds(waited_s)} "
                 f"more than the read itself in {len(late)} of {len(self.blocks)} blocks")
-        if len(self.blocks) >= LATE_MIN_BLOCKS and len(late) >= LATE_BLOCKS_SHARE * len(self.blocks):
-            return [VerdictReason(INVALID, f"{text}: synchronize() returns before the work is done", SYNC_FAILED,
-                                  figures)]
+        # over every block, or over those of 2 calls or more: a sync that waits for all but a share
+        # of the queue waits for everything when one call is queued
+        for blocks in (self.blocks, [b for b in self.blocks if b.calls >= 2]):
+            late_here = sum(self._is_late(b) for b in blocks)
+            if len(blocks) >= LATE_MIN_BLOCKS and late_here >= LATE_BLOCKS_SHARE * len(blocks):
+                return [VerdictReason(INVALID, f"{text}: synchronize() returns before the work is done",
+                                      SYNC_FAILED, figures)]
         by_depth: dict[int, list[Block]] = {}
         for block in self.blocks:
             by_depth.setdefault(block.calls, []).append(block)
@@ -344,4 +368,5 @@ def block_audit_for(prepared: Any, capture: Any, backend: Any, clock: Clock | No
     return BlockAudit(prepared.before_block, prepared.check_output, lambda: capture.last, read_back,
                       clock or PerfCounterClock(), variants=max(1, prepared.variants), rigor_name=rigor.name,
                       on_host=on_host, device=device, children=children, judged_together=prepared.judged_together,
-                      more_judged=prepared.more_judged)
+                      more_judged=prepared.more_judged, snapshot_output=prepared.snapshot_output,
+                      judge_snapshot=prepared.judge_snapshot)

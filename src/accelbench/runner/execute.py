@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import traceback
 from collections.abc import Mapping
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from accelbench.backends.base import Backend
 from accelbench.errors import Unsupported
 from accelbench.results import Check, Measurement, Skip, cores_demanded, cores_used, uses_claimed_threads
-from accelbench.runner import deadline
+from accelbench.runner import deadline, memory_release
 from accelbench.runner.audit import Capture, audit
 from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.plan import Plan, PlanItem
@@ -361,7 +360,7 @@ def execute(plan: Plan, backends: Mapping[str, Backend], store: ResultSink, run_
                 outcome.skips.append(result)
             if on_done:
                 on_done(item, result)
-            gc.collect()
+            memory_release.release()
     except KeyboardInterrupt:
         outcome.interrupted = True
     return outcome

@@ -34,7 +34,7 @@ from typing import Callable, ContextManager, Sequence
 from accelbench.backends.base import Backend
 from accelbench.errors import Unsupported
 from accelbench.results import Measurement, PairedSamples
-from accelbench.runner import deadline
+from accelbench.runner import deadline, memory_release
 from accelbench.runner.audit import Capture
 from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.sinks import SpeedupSink
@@ -58,6 +58,7 @@ SIDE_BUDGET_S = {"quick": 0.25, "standard": 1.0, "rigorous": 5.0}
 # a group whose rounds would pass the budget still gets MIN_PAIRS rounds if they fit in this many budgets
 STRETCH = 4.0
 WARM_S = 0.03    # untimed calls before a block fill at least this long (one call where a call is longer)
+WARM_S_QUICK = 0.01  # ... at quick rigor (the rounds of a one-minute answer)
 MEMORY_FRACTION = 0.4  # a part's inputs together must fit in this share of the host's memory
 ANSWER_KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END)  # what the answer states of a result
 
@@ -96,10 +97,7 @@ class TimedSide:
             self.synchronize()
             end_s = clock.now()
             if self.hooks is not None:
-                seconds = self.hooks.after(self.calls, start_s, end_s)
-                if self.hooks.failed is not None:
-                    raise Unsupported(f"the output of a paired block failed its check: {self.hooks.failed.detail}")
-                return seconds
+                return self.hooks.after(self.calls, start_s, end_s)
             return end_s - start_s
 
 
@@ -150,14 +148,14 @@ def block_calls(m: Measurement, phase: str) -> int:
     return max(1, round(block_s / max(stats.median(m.phases_s[phase]), 1e-12)))
 
 
-def warm_calls_for(per_call_s: float) -> int:
+def warm_calls_for(per_call_s: float, warm_s: float = WARM_S) -> int:
     """Untimed calls before a paired block: as many as fill WARM_S, whatever the block's own length. A block after a settle otherwise carries the wake-up: numpy on 2
     threads, n=256, 12 calls of 185 µs, ran 1.5× its own time after one warm call on a quiet Zen 4 VM;
     on a Zen 5 VM jax at n=1000 (3 calls of 4.7 ms) after a numpy block ran 1.3-2× its own time in 5-14
     of 32 blocks after 5-9 ms of warm calls, in 0-4 of 32 after 19-28 ms (tests/unit/test_pairing.py)."""
     if per_call_s <= 0 or not math.isfinite(per_call_s):
         return 1
-    return max(1, math.ceil(WARM_S / per_call_s))
+    return max(1, math.ceil(warm_s / per_call_s))
 
 
 def group_key(m: Measurement) -> tuple:
@@ -211,6 +209,8 @@ def paired_once_more_if_contaminated(items: Sequence[Wanted], backends: Mapping[
     run in six) rarely comes twice, while cross-talk that every block leaves behind does. The second
     rounds count; they keep the first's reason as a note."""
     first = pair_group(items, backends, rigor, seed=seed, clock=clock)
+    if rigor.name == QUICK:  # a quick answer times its rounds once: a contaminated figure says so, undecided
+        return first
     reasons = [f"were contaminated ({r.contaminated})" for r in Speedups(first).ratios(items)
                if r is not None and r.contaminated]
     reasons += [f"scattered ({why})" for w, p in zip(items, first) if (why := scattered_rounds(w, p))]
@@ -241,6 +241,7 @@ def pair_group(items: Sequence[Wanted], backends: Mapping[str, Backend], rigor: 
     try:
         for part in parts(items):
             prepared.keep_only({instance_key(m) for w in part for m in (w.baseline, w.candidate)})
+            memory_release.release()  # the last part's instances gone before this one's are made
             found.update(zip(map(id, part), _pair_part(part, prepared, rigor, clock=clock)))
     finally:
         prepared.release()
@@ -328,8 +329,13 @@ def _timed_rounds(sides: list[tuple[tuple[int, str], Measurement]], prepared: _P
             instance.poison()
     run_rounds(timed, 1, clock)  # warm-up: first calls, caches, thread pools
     per_call_s = run_rounds(timed, rounds, clock, cross_talk=cross_talk)
+    for side in timed:
+        if side.hooks is not None:  # audited blocks: their outputs were read as they ran, judged now
+            check = side.hooks.check()
+            if not check.passed:
+                raise Unsupported(f"the output of a paired block failed its check: {check.detail}")
     for instance, capture, _ in prepared.by_spec.values():
-        if instance.before_block is None:  # audited blocks were judged as they ran
+        if instance.before_block is None:
             _check(instance, capture)
     keys = [key for key, _ in sides]
     return dict(zip(keys, per_call_s)), {key: cross_talk.note(i) for i, key in enumerate(keys)}
@@ -349,9 +355,10 @@ def _timed_side(m: Measurement, phase: str, prepared: Prepared, capture: Capture
     calls = block_calls(m, phase)
     hooks = (block_audit_for(prepared, capture, backend, None, rigor, on_host=True, device=device)
              if phase == "compute" else None)
+    warm_s = WARM_S_QUICK if rigor.name == QUICK else WARM_S
     return TimedSide(call, synchronize, calls, lambda: backend.threads(m.threads),
                      pool=(m.spec.backend, m.spec.device, m.threads),
-                     warm_calls=warm_calls_for(stats.median(m.phases_s[phase])), hooks=hooks)
+                     warm_calls=warm_calls_for(stats.median(m.phases_s[phase]), warm_s), hooks=hooks)
 
 
 def _check(prepared: Prepared, capture: Capture) -> None:

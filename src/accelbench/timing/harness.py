@@ -41,6 +41,8 @@ DRIFT_MIN_SAMPLES = 5           # per third
 BLOCK_HEADROOM = 1.1            # aim 10% past the target block, so noise does not dip under it
 MAX_CALLS_PER_BLOCK = 10_000_000
 MIN_SAMPLES_ON_BUDGET = 3       # never stop on the budget before a median means something
+AUDITED_MIN_BLOCK_S = 0.005     # audited blocks at least this long: the untimed work between them leaves the
+                                # first call cold (~0.1-0.3 ms), which a block of many calls spreads thin
 AUDITED_MAX_BUDGETS = 3.0       # an audit that wants more blocks may extend sampling this far ...
 AUDITED_MAX_BLOCKS = 20_000     # ... and over at most this many blocks
 _OVERHEAD_PROBES = 15
@@ -269,6 +271,8 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     if hooks is not None:
         hooks.overhead_s = overhead_s
     target_s = _target_block_s(overhead_s, clock_resolution_s(clock), rigor)
+    if hooks is not None:
+        target_s = max(target_s, min(AUDITED_MIN_BLOCK_S, rigor.budget_s / (2 * rigor.min_samples)))
     calls, warmup_blocks, warmup_warnings = _warm_up(run, target_s, overhead_s, calls_per_block)
     all_samples_s, stop_reason, settled_late = _sample(run, calls, min_samples)
     samples_s = all_samples_s[settled_late:]

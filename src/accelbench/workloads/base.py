@@ -73,6 +73,10 @@ class Prepared:
     #: a check over every output the audited blocks judged, taken together (a Monte Carlo workload's
     #: spread against the standard errors its estimates claim: workloads/stats/draw_spread.py)
     judged_together: Callable[[], Check] | None = None
+    #: where judging is split in two: the outputs read right after a block (cheap), and judged later,
+    #: away from the timed blocks (its temporaries would evict their data: runner/block_audit.py)
+    snapshot_output: Callable[[DeviceArray], object] | None = None
+    judge_snapshot: Callable[[object], Check] | None = None
     #: how many more judged outputs `judged_together` wants before it can decide (0: enough)
     more_judged: Callable[[], int] | None = None
 

@@ -20,14 +20,21 @@ import numpy as np
 PIECE = 2**20  # elements per piece: 8 MiB of float64
 
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# the last few arrays asked for stay held a while longer: the specs of one problem follow each other
+# in a plan (numpy on 1 and 2 threads, torch, a device), and made anew for each the host inputs of
+# the quick suite's STREAM cost a quarter of a second a spec (7 s of a 70 s suite)
+RECENT = 2
+_recent: list[tuple[Hashable, np.ndarray]] = []
 
 
 def shared(key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
-    """The array held under `key` while anything still holds it; else `make()`, then held."""
+    """The array held under `key` while anything still holds it (or it is among the RECENT last
+    asked for); else `make()`, then held."""
     found = _HELD.get(key)
     if found is None:
         found = make()
         _HELD[key] = found
+    _recent[:] = [(k, a) for k, a in _recent if k != key][-(RECENT - 1):] + [(key, found)]
     return found
 
 
@@ -68,3 +75,8 @@ def relative_error(result: np.ndarray, reference: np.ndarray) -> float:
         difference += float(np.sum(off * off))
         norm += float(np.sum(want * want))
     return float(np.sqrt(difference) / (np.sqrt(norm) or 1.0))
+
+
+def forget_recent() -> None:
+    """Let go of the RECENT arrays held beyond their users (what a long-lived caller does when done)."""
+    _recent.clear()

@@ -10,6 +10,7 @@ from accelbench.results import Work
 from accelbench.vocabulary import ITEMSIZE
 from accelbench.workloads.base import Workload
 from accelbench.workloads.rotation import SEED_STRIDE, Rotation, Variant
+from accelbench.workloads import sampled_check
 from accelbench.workloads.sampled_check import Expectation
 from accelbench.workloads.verify import as_computed, host_inputs, tolerance
 
@@ -21,12 +22,50 @@ def _host_inputs(n: int, dtype: str, seed: int) -> tuple[np.ndarray, np.ndarray]
     return host_inputs((n, n), seed, dtype), host_inputs((n, n), seed + 1, dtype)
 
 
-def expected_entries(a: np.ndarray, b: np.ndarray, dtype: str, flat: np.ndarray, scale: float) -> np.ndarray:
-    """float64 entries of (scale·A)(scale·B) at flat positions, from the values the device holds:
-    one dot product each, so judging a few hundred entries costs nothing beside the product."""
-    rows, cols = np.divmod(np.asarray(flat, dtype=np.int64), a.shape[1])
+def expected_entries(variant, dtype: str, flat: np.ndarray) -> np.ndarray:
+    """float64 entries of A·B at flat positions, from the values the device holds (the host inputs
+    as the dtype stores them, with the signs the changes flipped): one dot product each, so judging a
+    few hundred entries costs nothing beside the product."""
+    a, b = variant.bases
+    n = a.shape[1]
+    rows, cols = np.divmod(np.asarray(flat, dtype=np.int64), n)
     left, right = as_computed(a[rows], dtype), as_computed(b[:, cols], dtype)
-    return scale * scale * np.einsum("ij,ji->i", left, right)
+    # A's entry (row, k) sits at row·n + k, B's (k, col) at k·n + col
+    _negate(left, rows, *np.divmod(variant.flipped(0), n))
+    _negate(right.T, cols, *reversed(np.divmod(variant.flipped(1), n)))
+    return np.einsum("ij,ji->i", left, right)
+
+
+def _negate(values: np.ndarray, lines: np.ndarray, flipped_lines: np.ndarray, flipped_at: np.ndarray) -> None:
+    """values[p, k] *= -1 wherever (lines[p], k) is a flipped entry: each judged line, the entries
+    of it the changes flipped (vectorised: a judged line may repeat, a flipped entry is unique)."""
+    if not flipped_lines.size:
+        return
+    order = np.argsort(lines, kind="stable")
+    ordered = lines[order]
+    start, stop = np.searchsorted(ordered, flipped_lines, "left"), np.searchsorted(ordered, flipped_lines, "right")
+    counts = stop - start
+    if not counts.any():
+        return
+    at = np.repeat(flipped_at, counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)  # 0, 1, ... in each range
+    values[order[np.repeat(start, counts) + offsets], at] *= -1
+
+
+def affected_entries(variant, draw) -> np.ndarray:
+    """The entries of C the inputs' last changes feed: a drawn entry of each changed row of A, and of
+    each changed column of B."""
+    a = variant.bases[0]
+    n = a.shape[1]
+    found = []
+    changed = getattr(variant, "changed", [])
+    if changed and len(changed[0]):
+        rows = np.asarray(changed[0], dtype=np.int64) // n
+        found.append(rows * n + sampled_check.PRIVATE.integers(0, n, rows.size))
+    if len(changed) > 1 and len(changed[1]):
+        cols = np.asarray(changed[1], dtype=np.int64) % n
+        found.append(sampled_check.PRIVATE.integers(0, n, cols.size) * n + cols)
+    return np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
 
 
 class Matmul(Workload):
@@ -69,15 +108,15 @@ class Matmul(Workload):
             inputs = [_placed(backend, host_a, device, dtype), _placed(backend, host_b, device, dtype)]
             return Variant(inputs, None, out=backend.empty((n, n), dtype, device), hosts=[host_a, host_b])
 
-        expect = Expectation(lambda v, flat: expected_entries(*v.bases, dtype, flat, v.scale),
-                             size=lambda v: n * n, limit=lambda v: limit, what=f"C = A·B, n={n}")
+        expect = Expectation(lambda v, flat: expected_entries(v, dtype, flat), size=lambda v: n * n,
+                             limit=lambda v: limit, what=f"C = A·B, n={n}", affected=affected_entries)
         rotation = Rotation(make, typed=True, expect=expect, device=device,
                             upload=lambda values: _placed(backend, values, device, dtype))
 
         def to_device():
             variant = rotation.upcoming
             variant.inputs = [_placed(backend, h, device, dtype) for h in variant.hosts]
-            variant.scale = 1.0  # the first values again
+            variant.flip_log = []  # the first values again
             return variant.inputs[-1]
 
         def to_host():

@@ -91,8 +91,8 @@ class Memcpy(Workload):
 
 
 def _copied(count: int, what: str, placed=None) -> Expectation:
-    """A copy's output: its input's first values times the scale they now hold, bit for bit."""
-    return Expectation(lambda v, flat: v.scale * np.asarray(v.bases[0][flat], dtype=np.float64),
+    """A copy's output: its input's first values with the signs its changes flipped, bit for bit."""
+    return Expectation(lambda v, flat: v.values(0, flat),
                        size=lambda v: count, limit=lambda v: 0.0, what=what, exact=True, placed=placed,
                        whole_up_to=WHOLE_UP_TO)
 

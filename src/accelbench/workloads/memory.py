@@ -67,17 +67,20 @@ class _ArrayWorkload(Workload):
             return Variant([backend.from_host(h, device) for h in hosts], total, out=out, hosts=hosts)
 
         def at(variant: Variant, flat: np.ndarray) -> np.ndarray:
-            if summed:  # homogeneous of degree one: the scale times the first values' sum
-                return variant.scale * variant.reference
-            return expected(*(variant.scale * np.asarray(h[flat], dtype=np.float64) for h in variant.bases))
+            if summed:  # the first values' sum, less twice each value whose sign is flipped now
+                flipped = variant.flipped(0)
+                change = 2.0 * float(np.sum(np.asarray(variant.bases[0][flipped], dtype=np.float64)))
+                return variant.reference - change
+            return expected(*(variant.values(i, flat) for i in range(len(variant.bases))))
 
-        expect = Expectation(at, size=lambda v: 1 if summed else n, limit=limit, what=what, whole_up_to=WHOLE_UP_TO)
+        expect = Expectation(at, size=lambda v: 1 if summed else n, limit=limit, what=what, whole_up_to=WHOLE_UP_TO,
+                             affected=(lambda v, draw: np.zeros(1, dtype=np.int64)) if summed else None)
         rotation = Rotation(make, typed=True, expect=expect, device=device)
 
         def to_device():
             variant = rotation.upcoming
             variant.inputs = [backend.from_host(h, device) for h in variant.hosts]
-            variant.scale = 1.0  # the first values again
+            variant.flip_log = []  # the first values again
             return variant.inputs[-1]
 
         shared = backend.shares_host_memory(device)

@@ -15,6 +15,7 @@ the host arrays it was made from (a "transfer" that moved nothing).
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -23,7 +24,7 @@ import numpy as np
 
 from accelbench.backends import raw_access, raw_values
 from accelbench.results import Check
-from accelbench.workloads import sampled_check
+from accelbench.workloads import output_facts, sampled_check
 from accelbench.workloads.base import Prepared
 from accelbench.workloads.sampled_check import Expectation
 
@@ -31,11 +32,13 @@ VARIANTS = 2
 SEED_STRIDE = 7919  # variant k draws its inputs from seed + k * SEED_STRIDE
 KEPT = 3            # calls since the last poison kept for the check (reservoir sample)
 _PRIVATE = random.SystemRandom()  # which calls are kept: nothing the backend can seed or observe
-# the scales an input set may hold, its first values times one of these: a power of two or its
-# negative is exact in every float dtype, and never below the first values (a subnormal halved rounds)
-SCALES = (1.0, -1.0, 2.0, -2.0, 4.0, -4.0)
-NEW_OBJECT_SHARE = 0.25    # changed values come in new array objects this often, else in place
-FULL_POISON_SHARE = 0.125  # the whole output poisoned this often, else a few scattered elements
+# before each block, this many elements of each input (drawn) change sign: exact in every float dtype,
+# and cheap. Changing every value (a pass over the inputs) left their cache lines dirty: the block's
+# first call paid their write-back (STREAM triad 2^23 float64 on one thread: 17.1 ms against 11.6 ms)
+CHANGED = 64
+NEW_OBJECT_SHARE = 0.125   # an input of at most NEW_OBJECT_MAX_BYTES comes as a new array object this often
+NEW_OBJECT_MAX_BYTES = 4 << 20  # (a larger copy would leave its lines dirty for the call, as above)
+FULL_POISON_SHARE = 0.125  # an output of at most that size is poisoned whole this often, else scattered
 
 
 @dataclass(eq=False)  # compared by identity: a refreshed variant is another one
@@ -50,8 +53,13 @@ class Variant:
     drop: Callable[[], None] | None = None
     #: the host values the expected outputs are computed from (never written; default: `hosts`)
     base: list[np.ndarray] | None = None
-    #: the factor every input of the set now holds against `base` (SCALES)
-    scale: float = 1.0
+    #: per input, the positions each change flipped the sign of, in order (their parity is the state)
+    flip_log: list[list[np.ndarray]] = field(default_factory=list)
+    #: per input, the positions changed before the current block (the check judges what they feed)
+    changed: list[np.ndarray] = field(default_factory=list)
+    _flipped: Any = field(default=None, repr=False)      # flipped()'s answers: input -> (the log it read, them)
+    calls: int = 0          # calls made on this input set
+    judged_calls: int = 0   # ... of which the last was judged (its output judged once only)
     #: the timed call reads `hosts` (a host-to-device copy), not `inputs`: those are what change
     reads_hosts: bool = False
 
@@ -62,6 +70,42 @@ class Variant:
     @property
     def changeable(self) -> list[Any]:
         return self.hosts if self.reads_hosts else self.inputs
+
+    def flipped(self, index: int) -> np.ndarray:
+        """The positions of input `index` whose sign is now flipped (changed an odd number of times),
+        sorted; worked out once for each length of its log."""
+        log = self.flip_log[index] if index < len(self.flip_log) else []
+        if not log:
+            return np.empty(0, dtype=np.int64)
+        key = (len(log), id(log[-1]))
+        if self._flipped is None:
+            self._flipped = {}
+        if self._flipped.get(index, (None,))[0] != key:
+            positions, counts = np.unique(np.concatenate(log), return_counts=True)
+            self._flipped[index] = (key, positions[counts % 2 == 1])
+        return self._flipped[index][1]
+
+    def signs(self, index: int, flat: np.ndarray) -> np.ndarray:
+        """±1 at flat positions of input `index`: its values are `base` times these."""
+        flipped = self.flipped(index)
+        if not flipped.size:
+            return np.ones(len(flat))
+        found = np.searchsorted(flipped, flat)
+        hit = flipped[np.minimum(found, flipped.size - 1)] == flat
+        return np.where(hit, -1.0, 1.0)
+
+    def as_now(self) -> "Variant":
+        """A copy that keeps the values the inputs hold now, whatever changes follow (for a judgement
+        made later): the logs are copied, the arrays shared."""
+        # its outputs are not kept: a judgement reads only the inputs' state, and an output per kept
+        # copy held a 64 MiB host-to-device copy each until the judging (1.9 GB resident)
+        return dataclasses.replace(self, flip_log=[list(log) for log in self.flip_log], changed=list(self.changed),
+                                   _flipped=None, last=None, out=None, inputs=[], drop=None)
+
+    def values(self, index: int, flat: np.ndarray) -> np.ndarray:
+        """float64 values input `index` now holds at flat positions."""
+        base = np.asarray(self.bases[index]).reshape(-1)
+        return np.asarray(base[flat], dtype=np.float64) * self.signs(index, flat)
 
 
 class Rotation:
@@ -108,6 +152,7 @@ class Rotation:
         self.turn = (self.turn + 1) % len(self.variants)
         variant = self.variants[self.turn]
         variant.last = op(variant)
+        variant.calls += 1
         self._keep(variant.last, variant)
         return variant.last
 
@@ -125,32 +170,59 @@ class Rotation:
         elif (slot := _PRIVATE.randrange(self.since_poison)) < KEPT:
             self.kept[slot] = (output, variant)
 
-    def check(self) -> Check:
-        """The last output of every variant called since the poison, and the kept calls: the worst decides."""
-        judged = [(v.last, v) for v in self.variants if v.last is not None and
-                  (not self.touched or v.key in self.touched)]
+    def _judged_outputs(self) -> list[tuple[Any, Variant]]:
+        """The last output of every variant called since the poison (with an expectation: of every
+        variant whose last call is not judged yet, so a block of one call judges the other input set's
+        output from the block before too), and the kept calls: each once."""
+        if self.expect is not None:
+            judged = [(v.last, v) for v in self.variants if v.last is not None and v.calls > v.judged_calls]
+            for _, variant in judged:
+                variant.judged_calls = variant.calls
+        else:
+            judged = [(v.last, v) for v in self.variants if v.last is not None and
+                      (not self.touched or v.key in self.touched)]
         judged += [(out, v) for out, v in self.kept if v in self.variants and out is not None]
-        judged = list({(id(out), v.key): (out, v) for out, v in judged}.values())  # each output once
-        checks = [self._checked_one(out, v) for out, v in judged]
+        return list({(id(out), v.key): (out, v) for out, v in judged}.values())
+
+    def check(self) -> Check:
+        """The outputs since the poison judged now: the worst decides."""
+        return self.judge_snapshot(self.snapshot())
+
+    def snapshot(self) -> list[tuple[Any, ...]]:
+        """What judging the block's outputs needs, taken right after it: with an expectation, the
+        judged elements read and the inputs' state kept (cheap; `judge_snapshot` computes the rest
+        later, so its temporaries do not evict the next block's data); else the outputs themselves."""
+        taken: list[tuple[Any, ...]] = []
+        for output, variant in self._judged_outputs():
+            problem = (output_facts.dtype_problem(output, variant.inputs) if self.typed else None) or self._aliasing(output, variant)
+            if self.expect is None:
+                assert self.judge is not None, "a Rotation needs a judge or an expectation"
+                taken.append((self.judge(output, variant), problem))
+                continue
+            read = self.backend.to_host if self.backend is not None else None
+            location = self.backend.location if self.backend is not None else (lambda _: self.device)
+            reading = sampled_check.read(output, variant, self.expect, self.marked.get(id(output)), _PRIVATE,
+                                         location, read)
+            taken.append((reading, variant.as_now(), problem))
+        return taken
+
+    def judge_snapshot(self, taken: object) -> Check:
+        """The snapshot's outputs against their expected values: the first failure, else the worst."""
+        checks = []
+        for entry in taken if isinstance(taken, list) else []:
+            if self.expect is None:
+                check, problem = entry
+            else:
+                reading, variant, problem = entry
+                check = sampled_check.judged(reading, variant, self.expect, self.device)
+            if problem:
+                check = Check(False, float("inf"), check.tolerance, f"{problem}; {check.detail}", check.device_seen)
+            checks.append(check)
         if not checks:
             return Check(False, float("inf"), 0.0, "no timed call produced an output")
         failed = [c for c in checks if not c.passed]
         return max(failed or checks, key=lambda c: (c.max_rel_error if c.max_rel_error == c.max_rel_error
                                                      else float("inf")))
-
-    def _checked_one(self, output: Any, variant: Variant) -> Check:
-        if self.expect is not None:
-            read = self.backend.to_host if self.backend is not None else None
-            location = self.backend.location if self.backend is not None else (lambda _: self.device)
-            check = sampled_check.judge(output, variant, self.expect, self.marked.get(id(output)), _PRIVATE,
-                                        location, self.device, read)
-        else:
-            assert self.judge is not None, "a Rotation needs a judge or an expectation"
-            check = self.judge(output, variant)
-        problem = (_dtype_problem(output, variant) if self.typed else None) or self._aliasing(output, variant)
-        if problem is None:
-            return check
-        return Check(False, float("inf"), check.tolerance, f"{problem}; {check.detail}", check.device_seen)
 
     def _aliasing(self, output: Any, variant: Variant) -> str | None:
         """An output that is its host input's memory (nothing was moved or computed into it), or one of
@@ -165,13 +237,13 @@ class Rotation:
             if self.backend is None or not raw_access.known(output) or not host.size:
                 continue
             saved = host.flat[0]
-            marker = _marker(saved)
+            marker = output_facts.marker(saved)
             try:
                 host.flat[0] = marker  # changed on the host alone ...
                 seen = np.asarray(self.backend.to_host(raw_access.first_element(output))).reshape(-1)[:1]
             finally:
                 host.flat[0] = saved
-            if seen.size and _same(seen[0], marker):  # ... and seen on the device
+            if seen.size and output_facts.same(seen[0], marker):  # ... and seen on the device
                 return "the output follows its host input's memory: no data was moved"
         return None
 
@@ -207,7 +279,8 @@ class Rotation:
         self.kept, self.since_poison, self.touched = [], 0, set()
 
     def _poison_one(self, array: Any) -> None:
-        if _PRIVATE.random() < FULL_POISON_SHARE and raw_access.poison(array):
+        small = (raw_values.element_count(array) or 0) * raw_values.itemsize(array) <= NEW_OBJECT_MAX_BYTES
+        if small and _PRIVATE.random() < FULL_POISON_SHARE and raw_access.poison(array):
             return
         drawn: list[np.ndarray] = []
 
@@ -218,26 +291,36 @@ class Rotation:
             self.marked[id(array)] = drawn[-1]  # flat positions, as the check reads them
 
     def _change(self, variant: Variant) -> None:
-        """Every input of `variant` × (new scale / old scale): exact, and every value differs."""
-        scale = _PRIVATE.choice([s for s in SCALES if s != variant.scale])
-        factor = scale / variant.scale
+        """CHANGED drawn elements of every input of `variant` change sign, through the framework, in
+        place (or, for a small input, a drawn share of the time, in a new array object): exact, and
+        every output that reads them differs from the last block's."""
         arrays = variant.changeable
+        while len(variant.flip_log) < len(arrays):
+            variant.flip_log.append([])
+        variant.changed = []
         for index, array in enumerate(arrays):
+            size = raw_values.element_count(array) or 0
+            where = _draw(size, min(size, CHANGED)) if size else np.empty(0, dtype=np.int64)
             base = variant.bases[index] if index < len(variant.bases) else None
             aliased = base is not None and not variant.reads_hosts and raw_values.shares_memory(array, base)
-            fresh = not variant.reads_hosts and _PRIVATE.random() < NEW_OBJECT_SHARE
-            if not (fresh or aliased) and raw_values.scale_in_place(array, factor):
-                continue
-            replaced = None if aliased else raw_values.scaled_copy(array, factor)
-            if replaced is None and base is not None:
-                replaced = self._uploaded(base, scale, array)
-            if replaced is None:
-                raise RuntimeError(f"cannot change the values of a {type(array).__name__} input")
-            arrays[index] = replaced
-        variant.scale = scale
+            small = size * raw_values.itemsize(array) <= NEW_OBJECT_MAX_BYTES
+            fresh = not variant.reads_hosts and small and _PRIVATE.random() < NEW_OBJECT_SHARE
+            if aliased or fresh or not raw_values.negate_at(array, where):
+                replaced = None if aliased else raw_values.negated_copy(array, where)
+                if replaced is None and base is not None:
+                    variant.flip_log[index].append(where)
+                    replaced = self._uploaded(variant, index, array)  # its values, from base and flips
+                    variant.flip_log[index].pop()
+                if replaced is None:
+                    raise RuntimeError(f"cannot change the values of a {type(array).__name__} input")
+                arrays[index] = replaced
+            variant.flip_log[index].append(where)
+            variant.changed.append(where)
 
-    def _uploaded(self, base: np.ndarray, scale: float, like: Any) -> Any:
-        values = (np.asarray(base) * np.asarray(scale, dtype=np.asarray(base).dtype))
+    def _uploaded(self, variant: Variant, index: int, like: Any) -> Any:
+        """The input's current values, from its base and flips, uploaded as a new array."""
+        base = np.asarray(variant.bases[index])
+        values = base * variant.signs(index, np.arange(base.size)).reshape(base.shape).astype(base.dtype)
         if self.upload is not None:
             return self.upload(values)
         if self.backend is None:
@@ -254,7 +337,7 @@ class Rotation:
             replaced.drop()
         self.kept = [(out, v) for out, v in self.kept if v is not replaced]  # check() skips them anyway
         del replaced
-        with one_blas_thread():  # the reference's BLAS must leave no thread spinning beside the fresh call
+        with output_facts.one_blas_thread():  # the reference's BLAS must leave no thread spinning beside the fresh call
             self.variants.insert(upcoming, self._made(self.made))
         self.made += 1
         variant = self.variants[upcoming]
@@ -271,6 +354,8 @@ class Rotation:
         return Prepared(compute=lambda: self.call(op), check_output=lambda _: self.check(),
                         poison=lambda: self.poison(backend.fill_nan), refresh=self.refresh,
                         wake=lambda: self.wake(op), before_block=self.before_block if audited else None,
+                        snapshot_output=(lambda _: self.snapshot()) if audited else None,
+                        judge_snapshot=self.judge_snapshot if audited else None,
                         release=self.release, variants=len(self.variants), **fields)
 
     def release(self) -> None:
@@ -283,37 +368,4 @@ class Rotation:
 
 def _draw(size: int, count: int) -> np.ndarray:
     """`count` distinct flat indices below `size`, from a generator the backend never sees."""
-    return np.asarray(_PRIVATE.sample(range(size), count), dtype=np.int64)
-
-
-def _dtype_problem(output: Any, variant: Variant) -> str | None:
-    """The output's element type, read from the array, must be its inputs' (a float64 sum kept in float32 is not)."""
-    if not variant.inputs:
-        return None
-    made, given = raw_access.dtype_name(output), raw_access.dtype_name(variant.inputs[0])
-    if made is None or given is None or made == given:
-        return None
-    return f"the output is {made} but its inputs are {given}"
-
-
-def _marker(saved: Any) -> Any:
-    """A value unlike `saved` in its own dtype: NaN for a float (0 if it is NaN), the next integer,
-    the other boolean (an int64 index array cannot hold a NaN)."""
-    if isinstance(saved, (np.bool_, bool)):
-        return not saved
-    if isinstance(saved, (np.integer, int)):
-        return saved ^ 1
-    return np.nan if saved == saved else 0.0
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, NaN equal to NaN."""
-    return bool(a == b) or (a != a and b != b)
-
-
-def one_blas_thread():
-    """numpy's BLAS on one thread for a while: its workers, otherwise left spinning ~0.1 s after a
-    product, would share the cores with the timed call that follows."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
+    return sampled_check.PRIVATE.choice(size, count, replace=False).astype(np.int64)
