@@ -63,7 +63,8 @@ def scaled_copy(tmp_path, path_a: str, name: str, *, factor: float = 1.0, only: 
 
 
 def gate(capsys, a: str, b: str) -> tuple[int, dict, str]:
-    """`compare A B --fail-if-slower 10 --json`: its exit code, its document, its stderr."""
+    """`compare A B --fail-if-slower 10 --json`: its exit code, its document, its stderr (wrapped to
+    80 columns there, joined into one line of words here)."""
     code = main(["compare", a, b, "--fail-if-slower", "10", "--json"])
     captured = capsys.readouterr()
-    return code, json.loads(captured.out), captured.err
+    return code, json.loads(captured.out), " ".join(captured.err.split())

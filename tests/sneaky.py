@@ -32,6 +32,7 @@ import numpy as np
 from mutants import _Queue
 
 from accelbench.backends.numpy_backend import NumpyBackend
+from accelbench.workloads.memory import SCALAR
 from accelbench.workloads.verify import round_to_bfloat16
 
 KINDS = ("skip", "every_kth", "lower", "alias", "cache", "partial_wait", "threads", "child")
@@ -53,8 +54,8 @@ class _Child:
         self.process = context.Process(target=_serve, args=(remote,), daemon=True)
         self.process.start()
 
-    def run(self, names: tuple[str, ...], shapes: tuple, dtype: str, rows: slice) -> None:
-        self.pipe.send((names, shapes, dtype, rows.start, rows.stop))
+    def run(self, op: str, names: tuple[str, ...], shapes: tuple, dtype: str, rows: slice) -> None:
+        self.pipe.send((op, names, shapes, dtype, rows.start, rows.stop))
 
     def wait(self) -> None:
         self.pipe.recv()
@@ -63,17 +64,26 @@ class _Child:
 def _serve(pipe) -> None:
     attached: dict[str, shared_memory.SharedMemory] = {}
     while True:
-        names, shapes, dtype, start, stop = pipe.recv()
+        op, names, shapes, dtype, start, stop = pipe.recv()
         arrays = []
         for name, shape in zip(names, shapes):
             if name not in attached:
                 attached[name] = shared_memory.SharedMemory(name=name)
             arrays.append(np.ndarray(shape, dtype=dtype, buffer=attached[name].buf))
         *inputs, out = arrays
-        if len(inputs) == 2:
-            np.matmul(inputs[0][start:stop], inputs[1], out=out[start:stop])
-        else:
-            out[start:stop] = inputs[0][start:stop]
+        part = slice(start, stop)
+        if op == "product":
+            np.matmul(inputs[0][part], inputs[1], out=out[part])
+        elif op == "triad":
+            np.add(inputs[0][part], SCALAR * inputs[1][part], out=out[part])
+        elif op == "add":
+            np.add(inputs[0][part], inputs[1][part], out=out[part])
+        elif op == "scale":
+            np.multiply(inputs[0][part], SCALAR, out=out[part])
+        elif op == "elementwise":
+            np.add(inputs[0][part] * inputs[0][part], inputs[0][part], out=out[part])
+        else:  # copy
+            out[part] = inputs[0][part]
         pipe.send(True)
 
 
@@ -224,8 +234,8 @@ class Sneaky(NumpyBackend):
         elif kind == "child" and len(out) > 1 and all(id(a) in self.shared for a in (*rows, *full, out)):
             arrays = (*rows, *full, out)
             half = len(out) // 2
-            self.child.run(tuple(self.shared[id(a)].name for a in arrays), tuple(a.shape for a in arrays),
-                           out.dtype.name, slice(half, len(out)))
+            self.child.run(honest.__name__, tuple(self.shared[id(a)].name for a in arrays),
+                           tuple(a.shape for a in arrays), out.dtype.name, slice(half, len(out)))
             honest(*(r[:half] for r in rows), *full, out[:half])
             self.child.wait()
         elif self.queue is not None:
@@ -246,10 +256,14 @@ class Sneaky(NumpyBackend):
         return self._run(copy, (a,), (), out)
 
     def scale(self, a, scalar, out):
-        return self._run(lambda a, o: np.multiply(a, scalar, out=o), (a,), (), out)
+        def scale(a, o):
+            return np.multiply(a, scalar, out=o)
+        return self._run(scale, (a,), (), out)
 
     def add(self, a, b, out):
-        return self._run(lambda a, b, o: np.add(a, b, out=o), (a, b), (), out)
+        def add(a, b, o):
+            return np.add(a, b, out=o)
+        return self._run(add, (a, b), (), out)
 
     def triad(self, a, b, scalar, out):
         def triad(a, b, o):

@@ -30,9 +30,13 @@ def caching_backend():
 def test_a_caching_backend_is_invalid_everywhere_a_result_shows(caching_backend, tmp_path, capsys):
     assert main(["run", *ARGS, "--backend", caching_backend]) == 0
     terminal = capsys.readouterr().out
-    assert "invalid" in terminal and ("cache results for repeated inputs" in terminal
-                                      or "faster than this device can compute" in terminal)
-    assert "Verdicts" in terminal
+    words = " ".join(terminal.split())  # the screen wraps at the terminal's width
+    assert "1 invalid, time not counted" in words and ("cache results for repeated inputs" in words
+                                                        or "faster than this device can compute" in words
+                                                        or "changed from one block to the next" in words), words
+    assert main(["show"]) == 0  # every figure of the stored run, with its verdict and its legend
+    shown = capsys.readouterr().out
+    assert "invalid" in shown and "Verdicts" in shown
 
     assert main(["run", *ARGS, "--backend", caching_backend, "--json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)["results"]

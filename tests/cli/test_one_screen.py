@@ -30,7 +30,7 @@ def screen(name: str, tmp_path: Path, capsys) -> str:
         run = load_run(store, store.resolve_run("latest"))
     out = io.StringIO()
     render_run(headline_for_run(run.rows, run.devices, run.machine, str(run.selection.get("rigor"))), run.skips,
-               console(file=out, width=80), run_id=run.run_id, db_path=str(db), results=len(run.measurements))
+               console(file=out, width=80), run_id=run.run_id, db_path=str(db), results=list(run.measurements))
     return out.getvalue()
 
 

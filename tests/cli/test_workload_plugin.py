@@ -96,3 +96,35 @@ def test_a_third_party_cannot_take_a_builtin_name(plugin_path, tmp_path):
     listing = _cli(plugin_path, "list", "--json")
     matmul = [w for w in json.loads(listing.stdout)["workloads"] if w["name"] == "matmul"]
     assert matmul and "third party" not in matmul[0]["description"]
+
+
+BROKEN = '''
+"""A workload that forgot part of the contract: no footprint_bytes."""
+from accelbench.results import Work
+from accelbench.workloads.base import Workload
+
+
+class Half(Workload):
+    name = "half"
+    description = "a third party's unfinished workload"
+
+    def grid(self, sizes, dtypes, quick):
+        return [{"n": 10, "dtype": "float64"}]
+
+    def work(self, params):
+        return Work(flops=1.0, bytes_moved=8.0)
+
+    def prepare(self, backend, device, params, seed):
+        raise NotImplementedError
+'''
+
+
+def test_list_shows_a_refused_plugin_with_the_reason(tmp_path):
+    """issue 42: `accelbench list` once dropped a plugin that fails the contract without a word."""
+    path = install(tmp_path / "site", "thirdparty_half", BROKEN, "[accelbench.workloads]\nhalf = thirdparty_half:Half\n")
+    listing = _cli(path, "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    (half,) = [w for w in json.loads(listing.stdout)["workloads"] if w["name"] == "half"]
+    assert "footprint_bytes" in half["refused"], half
+    shown = _cli(path, "list")
+    assert "half" in shown.stdout and "refused" in shown.stdout and "footprint_bytes" in " ".join(shown.stdout.split())

@@ -81,7 +81,7 @@ def test_the_screen_says_why_there_is_no_all_cores_figure():
     rows = analyse(ms, DEVICES)
     out = io.StringIO()
     render_run(headline_for_run(rows, DEVICES, {}), [], console(file=out, width=80), run_id="r", db_path="d",
-               results=len(ms))
+               results=list(ms))
     words = " ".join(out.getvalue().split())
     assert "slower than one core" not in words or "faster than one core" in words
     assert "ran slower on all cores than on one thread" in words and not re.search(r"2\d\d(\.\d+)?× faster", words)

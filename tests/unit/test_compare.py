@@ -82,7 +82,9 @@ def test_fail_if_slower_sets_the_exit_code(tmp_path, capsys):
     _store_runs(db, run("run-a", base_times(1)), run("run-b", base_times(2, slower=SPECS[4])))
     assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "10"]) == 1
     captured = capsys.readouterr()
-    assert "significantly slower by more than 10%" in captured.err and "n=2000" in captured.err
+    verdict = " ".join(captured.err.split())  # wrapped to 80 columns, its first line names the verdict
+    assert captured.err.startswith("accelbench compare: --fail-if-slower 10: FAILED")
+    assert "significantly slower by more than 10%" in verdict and "n=2000" in verdict
     assert "Summary: 7 same, 1 slower" in captured.out
     assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "50"]) == 0
     assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "-1"]) == 2
@@ -196,7 +198,7 @@ def test_a_3x_change_among_stable_specs_is_slower_beyond_the_noise_band(tmp_path
     db = tmp_path / "r.sqlite"
     _store_runs(db, run("run-a", base_times(1)), run("run-b", _moved(factors)))
     assert main(["compare", "run-a", "run-b", "--db", str(db), "--fail-if-slower", "10"]) == 1
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # one verdict, wrapped to 80 columns
     assert "1 spec(s) significantly slower by more than 10%, beyond run-to-run noise" in err
     assert "matmul numpy@cpu (2 threads) dtype=float32 n=2000: 3.0" in err and "pair: 6 specs" in err
     c = compare_runs(run("a", base_times(1)), run("b", _moved(factors)))
@@ -255,7 +257,7 @@ def test_stored_history_of_a_2_percent_spread_flags_a_25_percent_change(tmp_path
     row = next(r for r in no_history.rows if r.spec == SPECS[4])
     assert row.verdict == "inconclusive" and row.within_noise and row.noise.source == "pair"
     assert main(["compare", "run-a", "run-b", "--db", db, "--fail-if-slower", "10"]) == 1
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # one verdict, wrapped to 80 columns
     assert "1 spec(s) significantly slower by more than 10%, beyond run-to-run noise" in err
     assert "n=2000" in err and "history: 6 runs" in err
 

@@ -144,17 +144,24 @@ def _default_pair(db: str | None) -> tuple[str, str]:
 
 def _report_gate(decision) -> int:
     """The gate's line on stderr (with each failing or undecided spec); its exit code."""
-    from accelbench.terminal import printable
+    import textwrap
 
-    print(printable(f"accelbench compare: {decision.text()}"), file=sys.stderr)
+    from accelbench.terminal import output_width, printable
+
+    width = output_width(sys.stderr) or 80
+
+    def said(text: str, indent: str = "") -> None:
+        # wrapped to the width (80 when piped, issue 42: a verdict once ran to 386 columns); each
+        # entry's first line still starts as it did, for grep
+        print(textwrap.fill(printable(text), width=width, initial_indent=indent, subsequent_indent=indent + "    ",
+                            break_long_words=False, break_on_hyphens=False), file=sys.stderr)
+    said(f"accelbench compare: {decision.text()}")
     for r in decision.failing:
-        print(printable(f"  {r.label}: {r.why_slower()}"), file=sys.stderr)
+        said(f"{r.label}: {r.why_slower()}", "  ")
     for r in decision.undecided[:UNDECIDED_SHOWN]:
-        print(printable(f"  undecided {r.label}: {r.verdict_text()}" + (f"; {r.note}" if r.note else "")),
-              file=sys.stderr)
+        said(f"undecided {r.label}: {r.verdict_text()}" + (f"; {r.note}" if r.note else ""), "  ")
     if len(decision.undecided) > UNDECIDED_SHOWN:
-        print(f"  and {len(decision.undecided) - UNDECIDED_SHOWN} more undecided (--json lists them all)",
-              file=sys.stderr)
+        said(f"and {len(decision.undecided) - UNDECIDED_SHOWN} more undecided (--json lists them all)", "  ")
     return decision.exit_code
 
 

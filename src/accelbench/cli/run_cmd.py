@@ -264,7 +264,7 @@ def _print_screen(results) -> None:
     from accelbench.terminal import console as make_console
 
     render_run(results.headline(), results.skips, make_console(), run_id=results.run_id, db_path=results.db_path,
-               results=len(results.measurements))
+               results=list(results.measurements))
 
 
 class _progress:

@@ -41,10 +41,12 @@ def device_words(d: DeviceVerdict) -> str:
     return f"{d.series} ({d.description}): {said}.{tail} {d.confidence[0].upper()}{d.confidence[1:]}."
 
 
-def render_run(answer: Headline, skips: list, console: Any, *, run_id: str, db_path: str, results: int) -> None:
-    """A finished run's screen: the answer, its speed-ups, the caveats, what was left out, where the rest is."""
-    render_screen(answer, console, left_out=left_out_line(skips),
-                  run_line=f"Run {run_id}: {results} results saved in {db_path}. Every figure: accelbench show "
+def render_run(answer: Headline, skips: list, console: Any, *, run_id: str, db_path: str, results: list) -> None:
+    """A finished run's screen: the answer, its speed-ups, the caveats, what was left out or refused,
+    where the rest is."""
+    left_out = " ".join(part for part in (left_out_line(skips), refused_line(results)) if part)
+    render_screen(answer, console, left_out=left_out,
+                  run_line=f"Run {run_id}: {len(results)} results saved in {db_path}. Every figure: accelbench show "
                            f"{run_id}; charts: accelbench report.")
 
 
@@ -63,6 +65,17 @@ def left_out_line(skips: list) -> str:
         parts.append(f"{len(failed)} failed: {failed[0].spec.label()}: {failed[0].reason.splitlines()[0]}"
                      + (f" and {len(failed) - 1} more" if len(failed) > 1 else "") + ".")
     return " ".join(parts)
+
+
+def refused_line(results: list) -> str:
+    """The results measured and refused (a wrong output, an impossible rate): the first one's reason."""
+    refused = [m for m in results if m.verdict == "invalid"]
+    if not refused:
+        return ""
+    first = refused[0]
+    why = str(first.verdict_reasons[0]) if first.verdict_reasons else first.check.detail
+    more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
+    return f"{len(refused)} invalid, time not counted: {first.spec.label()}: {why.splitlines()[0]}{more}."
 
 
 def render_screen(answer: Headline, console: Any, *, run_line: str, left_out: str = "") -> None:
