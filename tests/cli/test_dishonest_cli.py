@@ -33,7 +33,7 @@ def test_a_caching_backend_is_invalid_everywhere_a_result_shows(caching_backend,
     words = " ".join(terminal.split())  # the screen wraps at the terminal's width
     assert "1 invalid, time not counted" in words and ("cache results for repeated inputs" in words
                                                         or "faster than this device can compute" in words
-                                                        or "changed from one block to the next" in words), words
+                                                        or "check failed" in words), words
     assert main(["show"]) == 0  # every figure of the stored run, with its verdict and its legend
     shown = capsys.readouterr().out
     assert "invalid" in shown and "Verdicts" in shown

@@ -52,8 +52,9 @@ def runs(tmp_path_factory):
     db = str(folder / "results.sqlite")
     # n=256: OpenBLAS runs a smaller product on one thread, and a "2-thread" baseline that ran one
     # at a time is no all-cores figure (no speed-up columns to lay out)
+    # --details: the per-result tables (the default screen is tests/cli/test_one_screen.py's)
     quick = ["run", "matmul", "--sizes", "256", "--dtype", "float32", "--rigor", "quick", "--db", db,
-             "--no-progress", "--no-telemetry"]
+             "--no-progress", "--no-telemetry", "--details"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CONFIG_HOME", str(folder / "config"))  # no settings file picks the devices
         printed = {"cpu80": cli(quick + ["--device", "cpu"], 80),

@@ -168,6 +168,7 @@ class Result:
     verdict: str
     threads: int | None
     telemetry: dict[str, Any]
+    reason_kinds: frozenset = frozenset()  # the kinds of its verdict's reasons, as stored
 
     @property
     def key(self) -> str:
@@ -232,7 +233,7 @@ def read_run(db: str | Path, run_id: str | None = None) -> StoredRun:
         results = [Result(row["id"], row["workload"], row["backend"], row["device"], json.loads(row["params_json"]),
                           json.loads(row["phases_json"]), row["flops"], row["bytes_moved"], bool(row["check_passed"]),
                           row["verdict"] or ("valid" if row["check_passed"] else "invalid"), row["threads"],
-                          json.loads(row["telemetry_json"] or "{}"))
+                          json.loads(row["telemetry_json"] or "{}"), _reason_kinds(row["verdict_reasons_json"]))
                    for row in conn.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,))]
         rounds = [Rounds(row["kind"], row["baseline_result"], row["baseline_phase"], row["candidate_result"],
                          row["candidate_phase"], json.loads(row["baseline_s_json"]), json.loads(row["candidate_s_json"]),
@@ -310,6 +311,14 @@ class Figure:
     any_noisy: bool = False      # a side is noisy: its median may or may not be a reference
     band: tuple[float, float, float, float] = (-math.inf, math.inf, -math.inf, math.inf)  # unpaired ends' bands
     shifts: tuple[float, float] = (1.0, 1.0)   # each side's rounds median / its own median
+    moved: frozenset = frozenset()  # unpaired: the sides whose median load moved (moved_sides)
+
+    def keeps(self, word: str) -> bool:
+        """Whether an unpaired verdict stands with its moved sides: load only lengthens a time, so a
+        slowed baseline can only make "slower" of nothing, a slowed candidate only "faster"."""
+        if not self.moved or word == "inconclusive":
+            return True
+        return (self.moved == {"baseline"} and word == "slower") or (self.moved == {"candidate"} and word == "faster")
 
     @property
     def slow_own(self) -> bool:
@@ -356,6 +365,33 @@ class Figure:
         return near_order or abs(self.disagreement - 1) < margin
 
 
+# the kinds of noisy reason that can only lengthen a time (load, warm-up left in, bursts), and those
+# that move it either way (a trend, a changed state, a reason of no known kind): docs/speedups.md
+ONLY_SLOWS = frozenset({"own_threads", "cpu_wait", "hypervisor", "other_processes", "device_shared",
+                        "device_slowed", "warmup", "bursts"})
+EITHER_WAY = frozenset({"drift", "state_changed", ""})
+
+
+def _reason_kinds(stored: str | None) -> frozenset:
+    items = json.loads(stored or "[]")
+    return frozenset(item.get("kind", "") if isinstance(item, dict) else "" for item in items)
+
+
+def moved_sides(baseline: Result, candidate: Result) -> frozenset:
+    """The sides of an unpaired ratio whose own median load moved: a noisy side with a reason that only
+    slows; both sides where any noisy side's reasons leave the direction open (or name none)."""
+    moved, either = set(), False
+    for side, r in (("baseline", baseline), ("candidate", candidate)):
+        if r.verdict != "noisy":
+            continue
+        if not r.reason_kinds or r.reason_kinds & EITHER_WAY:
+            moved.add(side)
+            either = True
+        elif r.reason_kinds & ONLY_SLOWS:
+            moved.add(side)
+    return frozenset({"baseline", "candidate"}) if either else frozenset(moved)
+
+
 def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Result, candidate_phase: str,
             rounds: Rounds | None) -> Figure:
     from scipy.stats import mannwhitneyu
@@ -364,7 +400,8 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
     medians_ratio = median(own_b) / median(own_c)
     m_low, m_high, band = bootstrap_ratio_interval(own_b, own_c)
     if rounds is None or not rounds.baseline_s:
-        return Figure(medians_ratio, m_low, m_high, False, 0, medians_ratio, m_low, m_high, band=band)
+        return Figure(medians_ratio, m_low, m_high, False, 0, medians_ratio, m_low, m_high, band=band,
+                      moved=moved_sides(baseline, candidate))
     cut = warm_up_cut(rounds.baseline_s, rounds.candidate_s)
     rounds_b, rounds_c = rounds.baseline_s[cut:], rounds.candidate_s[cut:]
     ratios = [b / c for b, c in zip(rounds_b, rounds_c)]

@@ -20,9 +20,10 @@ from accelbench.timing import contention, stats
 from accelbench.timing.bursts import burst_warnings
 
 COST_S = 2e-3
-# the call also pays a Python call and a loop overshoot (microseconds): an interval reaching down
-# to within 1% of 2 ms counts as holding the cost
-OVERHEAD_SLACK = 0.03  # the call around the 2 ms spin (Python frames, the output array, thread_time overshoot)
+# the call also pays the run's own frames around it (the input rotation, the capture, the output
+# array, thread_time's overshoot): 20-100 µs on a 2-vCPU Zen 3 VM (a sample 2.02-2.10 ms where the
+# harness alone times the spin at 2.004 ms), so an interval reaching down to 5% above 2 ms holds it
+OVERHEAD_SLACK = 0.05
 MEASURED_INTERFERENCE_WORDS = ("other processes used", "steal", "waited for a CPU")
 INTERFERENCE_WORDS = (*MEASURED_INTERFERENCE_WORDS, "bursts:")
 

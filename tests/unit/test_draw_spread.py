@@ -85,3 +85,46 @@ def test_a_backend_drawing_half_the_numbers_is_invalid_and_an_honest_one_is_not(
         cheat.check.detail, cheat.verdict_reasons)
     assert honest.verdict != INVALID and honest.check.passed, (honest.check.detail, honest.verdict_reasons)
     assert "scatter" in honest.check.detail  # judged together, as independent draws of the count do
+
+
+def _block_judged(prepared, calls: int):
+    prepared.before_block(calls)
+    last = None
+    for _ in range(calls):
+        last = prepared.compute()
+    return prepared.check_output(last)
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_an_output_buffer_written_again_is_judged_once_as_its_last_call(reused):
+    """An honest backend that writes every call's sums into one buffer (the OpenCL runner did): by the
+    time the block ends, the buffer holds the last call's estimate, which is judged once, not once per call."""
+    from accelbench.results import Check
+    from accelbench.workloads.base import Prepared
+    from accelbench.workloads.stats.draw_spread import audited_draws
+    from accelbench.workloads.stats.montecarlo import OPTION, MonteCarlo
+
+    n, workload, draws = 4096, MonteCarlo(), np.random.default_rng(11)
+    buffer = np.zeros(2)
+
+    def compute():
+        z = draws.standard_normal(n)
+        drift = (OPTION["rate"] - OPTION["volatility"] ** 2 / 2) * OPTION["maturity_years"]
+        pay = np.maximum(OPTION["spot"] * np.exp(drift + OPTION["volatility"] * OPTION["maturity_years"] ** 0.5 * z)
+                         - OPTION["strike"], 0.0)
+        out = buffer if reused else np.empty(2)
+        out[:] = (pay.sum(), (pay * pay).sum())
+        return out
+
+    def judge(output):
+        return workload.judge(list(output), n, "float64", "cpu", "cpu")[0]
+
+    prepared = audited_draws(Prepared(compute=compute, check_output=judge),
+                             lambda output: workload.distance(list(output), n, "float64"), "call price", lambda _: "cpu")
+    blocks, calls = 40, 6
+    for _ in range(blocks):
+        assert isinstance(_block_judged(prepared, calls), Check)
+    together = prepared.judged_together()
+    counted = int(together.detail.split(" timed calls")[0].split()[-1])
+    assert counted == (blocks if reused else blocks * calls), together.detail
+    assert together.passed, together.detail

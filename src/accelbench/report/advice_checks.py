@@ -9,7 +9,7 @@ from typing import Any
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
-from accelbench.runner.speedups import collapsed_baselines
+from accelbench.runner.speedups import collapse_cause, collapsed_baselines, worst_collapse
 from accelbench.timing import stats
 from accelbench.units import format_seconds
 from accelbench.verdict import DRIFT, UNSTABLE, Caveat
@@ -159,17 +159,14 @@ def cpu_scaling(rows: list[Row]) -> list[Finding]:
     if not found:
         return []
 
-    def slowdown(pair) -> float:
-        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
-    worst, one = max(found, key=slowdown)
+    worst, one, ratio = worst_collapse(found)
     threads = worst.threads or 0
     named = sorted({m.spec.backend for m, _ in found})
     return [Finding("cpu_scaling", WARNING, (
         f"The CPU on {threads} threads ran slower than on one ({', '.join(named)}) in {len(found)} "
-        f"comparison{'s' if len(found) != 1 else ''} (up to {slowdown((worst, one)):.2f}× slower: "
+        f"comparison{'s' if len(found) != 1 else ''} (up to {ratio:.2f}× slower: "
         f"{format_seconds(stats.median(worst.samples_s))} against {format_seconds(stats.median(one.samples_s))}, "
-        f"{worst.spec.workload} {_params(worst.spec)}): another process holds a core and the thread pool waits "
-        "for it, or this size is too small to share. It is no baseline: speed-ups against all cores there use "
+        f"{worst.spec.workload} {_params(worst.spec)}): {collapse_cause(worst)}. It is no baseline: speed-ups against all cores there use "
         "another CPU implementation, or are not stated. Rerun on a quieter machine."),
         {"slower_on_all_cores": len(found), "all_cores_threads": threads,
-         "worst_ratio": slowdown((worst, one))})]
+         "worst_ratio": ratio})]

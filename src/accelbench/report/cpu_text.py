@@ -36,8 +36,17 @@ def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = Non
     """'The CPU side (all cores): matmul float32 n=1,000 on numpy, 2 threads: 202 GFLOP/s, 100% of …;
     stream triad float64 n=8,388,608 on numpy, 2 threads, blocked: 38.5 GB/s, …': the baselines of the
     very work the answer compares (`compared`: role -> the problem, speedups.baseline_key), else of
-    what runner/answer_scope.py would state among the baselines (the same workload, dtype and size)."""
-    baseline = [r for r in rows if r.baseline_role == "cpu_all_cores" and r.rate and r.measurement.valid]
+    what runner/answer_scope.py would state among the baselines (the same workload, dtype and size).
+    Where all cores are no baseline (they ran slower than one thread), the one-thread baseline is."""
+    rows = list(rows)
+    for role, said in (("cpu_all_cores", "all cores"), ("cpu_one_thread", "one core")):
+        parts = _parts([r for r in rows if r.baseline_role == role and r.rate and r.measurement.valid], compared)
+        if parts:
+            return f"The CPU side ({said}): " + "; ".join(parts) + "."
+    return None
+
+
+def _parts(baseline: list[Row], compared: Mapping[str, tuple] | None) -> list[str]:
     by_id = {id(r.measurement): r for r in baseline}
     by_problem = {baseline_key(r.measurement): r for r in baseline}
     stated = dict(answer_scope.stated([r.measurement for r in baseline]))
@@ -57,4 +66,4 @@ def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = Non
         share = _share(row) if row.measurement.trusted else f"{row.measurement.verdict}: its share of a peak not stated"
         parts.append(f"{what} on {_how(row)}: {format_si(row.rate or 0.0, row.rate_unit)}"
                      + (f", {share}" if share else ""))
-    return "The CPU side (all cores): " + "; ".join(parts) + "." if parts else None
+    return parts

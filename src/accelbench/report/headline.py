@@ -25,7 +25,7 @@ from accelbench.report.reason_kinds import reason_kind
 from accelbench.results import Measurement
 from accelbench.runner import answer_scope
 from accelbench.runner.load_bias import short_reason
-from accelbench.runner.speedups import SpeedupCI, baseline_key, collapsed_baselines, framework_is_cpu_baseline
+from accelbench.runner.speedups import SpeedupCI, baseline_key, collapse_cause, collapsed_baselines, framework_is_cpu_baseline, worst_collapse
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.vocabulary import Role
 
@@ -163,8 +163,11 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
             transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items),
             why_not_compared=_why_not_compared(items, rows)))
-    compared = {c.kind: c.problem for d in verdicts for c in d.comparisons if c.vs_all_cores is not None}
-    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows, compared), results=len(rows))
+    compared = {c.kind: c.problem for d in verdicts for c in d.comparisons
+                if c.vs_all_cores is not None or c.vs_one_core is not None}
+    # with no device compared, the CPU's own figures are the answer: those answer_scope would state
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows, compared or None),
+                    results=len(rows))
 
 
 def device_description(record: Mapping[str, Any]) -> str:
@@ -206,16 +209,14 @@ def collapsed_text(rows: list[Row]) -> str:
     found = collapsed_baselines([r.measurement for r in rows])
     if not found:
         return ""
-    def slowdown(pair) -> float:
-        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
-    worst, one = max(found, key=slowdown)
+    worst, one, _ = worst_collapse(found)
     size = size_of(worst.spec)
     what = " ".join(str(p) for p in (worst.spec.workload, worst.spec.param("kernel"), worst.spec.param("dtype"),
                                      f"n={size:,.0f}" if size is not None else None) if p)
     many = f"{len(found)} cases, worst " if len(found) > 1 else ""
     return (f"The CPU ran slower on all cores than on one thread ({many}{what}: {worst.spec.backend}, "
             f"{worst.threads} threads {format_seconds(stats.median(worst.samples_s))} against one "
-            f"{format_seconds(stats.median(one.samples_s))}): another process holds a core. No baseline there.")
+            f"{format_seconds(stats.median(one.samples_s))}): {collapse_cause(worst)}. No baseline there.")
 
 
 def _threads(row: Row) -> int:

@@ -45,7 +45,8 @@ def render_run(answer: Headline, skips: list, console: Any, *, run_id: str, db_p
     """A finished run's screen: the answer, its speed-ups, the caveats, what was left out or refused,
     where the rest is."""
     left_out = " ".join(part for part in (left_out_line(skips), refused_line(results)) if part)
-    render_screen(answer, console, left_out=left_out,
+    # the devices found and not measured were named before the first measurement (cli/run_cmd.py)
+    render_screen(answer, console, left_out=left_out, unreached=False,
                   run_line=f"Run {run_id}: {len(results)} results saved in {db_path}. Every figure: accelbench show "
                            f"{run_id}; charts: accelbench report.")
 
@@ -78,7 +79,7 @@ def refused_line(results: list) -> str:
     return f"{len(refused)} invalid, time not counted: {first.spec.label()}: {why.splitlines()[0]}{more}."
 
 
-def render_screen(answer: Headline, console: Any, *, run_line: str, left_out: str = "") -> None:
+def render_screen(answer: Headline, console: Any, *, run_line: str, left_out: str = "", unreached: bool = True) -> None:
     """The answer, the speed-up table, the caveats and where the details are."""
     from rich.table import Table
 
@@ -92,7 +93,7 @@ def render_screen(answer: Headline, console: Any, *, run_line: str, left_out: st
         grid.add_row("•", literal(device_words(device)))
     if not answer.devices:
         grid.add_row("•", answer.no_device_text)
-    for text in answer.unreached:
+    for text in answer.unreached if unreached else ():
         grid.add_row("[yellow]![/]", literal(text))
     console.print(grid)
     table = speedup_table(answer)

@@ -269,6 +269,22 @@ def collapsed_baselines(measurements: Iterable[Measurement]) -> list[tuple[Measu
     return found
 
 
+def worst_collapse(found: list[tuple[Measurement, Measurement]]) -> tuple[Measurement, Measurement, float]:
+    """The collapsed baseline to name: (all-cores result, one-thread twin, how many times slower)."""
+    def slowdown(pair: tuple[Measurement, Measurement]) -> float:
+        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
+    worst, one = max(found, key=slowdown)
+    return worst, one, slowdown((worst, one))
+
+
+def collapse_cause(m: Measurement) -> str:
+    """Why an all-cores result ran slower than one thread, as far as the run measured it."""
+    if disturbed(m):
+        return "other processes held the cores while it ran, and the thread pool waited for them"
+    return ("no other process was seen: this size is too small to share between threads here, or the "
+            "threads share one physical core")
+
+
 def disturbed(m: Measurement) -> bool:
     """Whether the contention monitor saw other processes disturb the compute timing."""
     compute = ((m.telemetry or {}).get("interference") or {}).get("compute")

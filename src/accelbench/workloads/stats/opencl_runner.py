@@ -19,6 +19,7 @@ from accelbench.workloads.stats.opencl_kernels import PREAMBLES, kernel_source
 
 GROUPS_PER_UNIT = 8       # reduction groups per compute unit: enough to hide latency on a GPU
 KDE_TILE = 64             # points staged per local-memory tile in the KDE kernel
+OUTPUT_RING = 64          # Monte Carlo outputs taken in turn: each call of a block judged on its own
 
 
 class KernelRunner:
@@ -35,6 +36,7 @@ class KernelRunner:
         self.arrays: dict[str, Any] = {}
         self._scratch: dict[tuple, Any] = {}
         self.slot = 0
+        self._turn = 0  # which of OUTPUT_RING outputs the next reduction writes
         self.last: Any = probe
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -50,10 +52,10 @@ class KernelRunner:
     def _launch(self, kernel: Any, global_size: int, local_size: int | None, *args: Any) -> None:
         self.backend.launch(self.device, kernel, (global_size,), None if local_size is None else (local_size,), *args)
 
-    def _array(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        """A device array kept per (shape, dtype): timed calls do not allocate (the queue is in order,
-        so a call never overwrites what an earlier one is still computing)."""
-        key = (self.slot, tuple(shape), np.dtype(dtype).name)
+    def _array(self, shape: tuple[int, ...], dtype: Any, turn: int = 0) -> Any:
+        """A device array kept per (shape, dtype, turn): timed calls do not allocate (the queue is in
+        order, so a call never overwrites what an earlier one is still computing)."""
+        key = (self.slot, tuple(shape), np.dtype(dtype).name, turn)
         found = self._scratch.get(key)
         if found is None:
             found = self._scratch[key] = self.backend.buffer(shape, dtype, self.device)
@@ -68,8 +70,11 @@ class KernelRunner:
             return result
         return np.asarray(self.backend.to_host(result), dtype=np.float64)
 
-    def _reduced(self, dtype: str, partials: Any, groups: int, columns: int, scale: float) -> Any:
-        out = self._array((columns,), self._np(dtype))
+    def _reduced(self, dtype: str, partials: Any, groups: int, columns: int, scale: float, ring: int = 1) -> Any:
+        """The partials' column sums, into one of `ring` output arrays taken in turn (a few bytes
+        each): calls whose outputs are all read after their block each keep their own."""
+        self._turn = (self._turn + 1) % ring
+        out = self._array((columns,), self._np(dtype), turn=self._turn if ring > 1 else 0)
         kernel = self._kernel(dtype, "reduce", "reduce_columns", COLS=columns)
         self._launch(kernel, self.group, self.group, np.uint64(groups), self._np(dtype)(scale),
                      partials, out)
@@ -112,7 +117,7 @@ class KernelRunner:
         kernel = self._kernel(dtype, "montecarlo", "call_payoffs")
         self._launch(kernel, groups * self.group, self.group, np.uint64(n), np.uint64(seed % 2**64),
                      real(drift), real(vol), real(option["spot"]), real(option["strike"]), partials)
-        return self._finish(self._reduced(dtype, partials, groups, 2, 1.0), keep_on_device)
+        return self._finish(self._reduced(dtype, partials, groups, 2, 1.0, OUTPUT_RING), keep_on_device)
 
     def integrate(self, rule: str, intervals: int, dtype: str, lower: float, upper: float,
                   keep_on_device: bool = False):
