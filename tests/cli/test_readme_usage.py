@@ -88,7 +88,7 @@ def test_the_usage_lines_run_as_written_after_the_python_snippet(tmp_path):
                              capture_output=True, timeout=900)
     assert snippet.returncode == 0, snippet.stderr[-3000:]
     python_runs = [r["id"] for r in shell.runs() if r["selection"].get("via") == "python"]
-    assert len(python_runs) == 3  # run, bench softmax, bench the product
+    assert len(python_runs) == 3, [(r["id"], r["selection"]) for r in shell.runs()]  # run, bench softmax, bench the product
     # what issue 28 saw: right after the snippet, `report` showed the snippet's last run
     report = shell("accelbench report -o after-snippet")
     assert report.returncode == 0 and f"report for run(s) {cli_runs(shell)[0]}" in " ".join(report.stdout.split())
@@ -140,7 +140,8 @@ def check_output(shell: Shell, line: str, out: str, python_runs: list[str]) -> N
         assert out.startswith("The answer") or "\nThe answer" in out
         assert f"Run {runs[-1]}" in " ".join(out.split())
     elif line.startswith("accelbench run && accelbench compare latest~1 latest"):
-        assert len(runs) == 3 and runs[1] in out and runs[2] in out  # the two suite runs, not the snippet's
+        # the two suite runs this line made (after `accelbench run` and `run --wait-quiet 30`), not the snippet's
+        assert len(runs) == 4 and runs[-2] in out and runs[-1] in out
         assert not any(run_id in out for run_id in python_runs)
     elif line.startswith("accelbench export latest~1"):
         ids = [json.loads((shell.home / name).read_text())["runs"][0]["id"] for name in ("a.json", "b.json")]
