@@ -122,6 +122,12 @@ def test_run_summary_shows_skip_reasons_and_paths_literally(capsys, value):
     _print_screen(results)
     out = capsys.readouterr().out
     assert "cannot" in out and f"saved in /tmp/{HOSTILE[value]}.sqlite" in " ".join(out.split())
+    _clean(out)
+    # the devices found and not measured: named before the first measurement, and on a stored run's screen
+    from accelbench.report.run_screen import render_screen
+    from accelbench.terminal import console
+    render_screen(results.headline(), console(), run_line="r1")
+    out = capsys.readouterr().out
     assert f"driver {FIRST_LINE[value]}" in out  # the headline's lines, literally
     _clean(out)
     _print_details(results)

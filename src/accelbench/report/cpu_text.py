@@ -32,15 +32,17 @@ def _how(row: Row) -> str:
     return f"{named}; CPU time / wall time {used:.2f}" if used is not None else str(named)
 
 
-def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = None) -> str | None:
+def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = None,
+                 compared_one: Mapping[str, tuple] | None = None) -> str | None:
     """'The CPU side (all cores): matmul float32 n=1,000 on numpy, 2 threads: 202 GFLOP/s, 100% of …;
     stream triad float64 n=8,388,608 on numpy, 2 threads, blocked: 38.5 GB/s, …': the baselines of the
     very work the answer compares (`compared`: role -> the problem, speedups.baseline_key), else of
     what runner/answer_scope.py would state among the baselines (the same workload, dtype and size).
-    Where all cores are no baseline (they ran slower than one thread), the one-thread baseline is."""
+    Where all cores are no baseline (they ran slower than one thread), the one-thread baseline of the
+    work compared against one core (`compared_one`) is."""
     rows = list(rows)
-    for role, said in (("cpu_all_cores", "all cores"), ("cpu_one_thread", "one core")):
-        parts = _parts([r for r in rows if r.baseline_role == role and r.rate and r.measurement.valid], compared)
+    for role, said, problems in (("cpu_all_cores", "all cores", compared), ("cpu_one_thread", "one core", compared_one)):
+        parts = _parts([r for r in rows if r.baseline_role == role and r.rate and r.measurement.valid], problems)
         if parts:
             return f"The CPU side ({said}): " + "; ".join(parts) + "."
     return None

@@ -163,10 +163,12 @@ def headline(rows: list[Row], descriptions: Mapping[str, str] | None = None, *,
             comparisons=tuple(_comparisons(items)), break_even=_break_even(items),
             transfer_share=_share(e2e), verdicts=Counter(r.measurement.verdict for r in items),
             why_not_compared=_why_not_compared(items, rows)))
-    compared = {c.kind: c.problem for d in verdicts for c in d.comparisons
-                if c.vs_all_cores is not None or c.vs_one_core is not None}
+    compared = {c.kind: c.problem for d in verdicts for c in d.comparisons if c.vs_all_cores is not None}
+    compared_one = {c.kind: c.problem for d in verdicts for c in d.comparisons if c.vs_one_core is not None}
     # with no device compared, the CPU's own figures are the answer: those answer_scope would state
-    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats), cpu_sentence(rows, compared or None),
+    anything = bool(compared or compared_one)
+    return Headline(tuple(verdicts), tuple(unreached), tuple(caveats),
+                    cpu_sentence(rows, compared if anything else None, compared_one if anything else None),
                     results=len(rows))
 
 

@@ -271,10 +271,9 @@ def collapsed_baselines(measurements: Iterable[Measurement]) -> list[tuple[Measu
 
 def worst_collapse(found: list[tuple[Measurement, Measurement]]) -> tuple[Measurement, Measurement, float]:
     """The collapsed baseline to name: (all-cores result, one-thread twin, how many times slower)."""
-    def slowdown(pair: tuple[Measurement, Measurement]) -> float:
-        return stats.median(pair[0].samples_s) / max(stats.median(pair[1].samples_s), 1e-300)
-    worst, one = max(found, key=slowdown)
-    return worst, one, slowdown((worst, one))
+    ratios = [(stats.median(m.samples_s) / max(stats.median(one.samples_s), 1e-300), m, one) for m, one in found]
+    ratio, worst, one = max(ratios, key=lambda item: item[0])
+    return worst, one, ratio
 
 
 def collapse_cause(m: Measurement) -> str:
