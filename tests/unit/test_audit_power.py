@@ -15,7 +15,7 @@ from audit_power import LIMIT, applies, cell, sweep  # noqa: E402
 from sneaky import KINDS, WHENS  # noqa: E402
 
 FAST = [("skip", "stack", "matmul"), ("every_kth", "identity", "triad"), ("lower", "buffer", "elementwise"),
-        ("alias", "time", "stream"), ("partial_wait", "always", "matmul"), ("threads", "depth", "matmul"),
+        ("alias", "time", "stream"), ("partial_wait", "always", "matmul"), ("threads", "always", "matmul"),
         ("skip", "buffer", "memcpy h2d"), ("alias", "always", "memcpy d2h"), ("every_kth", "depth", "reduce")]
 
 

@@ -58,8 +58,8 @@ DEVICE_GAP_MIN_S = 1e-4           # ... and per call beyond this no overlap expl
 # first host view of a new jax array, torch waking its pool: 90-110 µs)
 LATE_MIN_S = 150e-6
 LATE_CALL_SHARE = 0.5             # ... over half a call's time, and ...
-# ... over a fiftieth of the block: a sync that leaves less undone inflates the rate by under 2%
-LATE_BLOCK_SHARE = 0.02
+# ... over a tenth of the block (less inflates a rate under 10%; PoCL's first read after a kernel costs ~350 µs)
+LATE_BLOCK_SHARE = 0.1
 LATE_BLOCKS_SHARE = 0.8           # late in this share of the blocks: synchronize() does not wait
 LATE_MIN_BLOCKS = 10
 # late in every one of at least this many blocks of up to some length: a sync that waits only when
