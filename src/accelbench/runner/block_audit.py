@@ -301,7 +301,7 @@ class BlockAudit:
                                            f"{format_seconds(short_s)} more than the read itself in every one of the "
                                            f"{blocks} blocks of {depth} calls or fewer: synchronize() does not wait "
                                            f"with {depth} calls queued",
-                                  SYNC_FAILED, {**figures, "depth": depth})]
+                                  SYNC_FAILED, {"late_blocks": blocks, "blocks": blocks, "late_s": short_s, "depth": depth})]
         if len(late) > 0.3 * len(counted):
             return [VerdictReason(NOISY, f"synchronisation could not be proven: {text}", SYNC_UNPROVEN, figures)]
         return []
