@@ -100,11 +100,11 @@ def sweep(kinds=KINDS, whens=WHENS, workloads=tuple(WORKLOADS)) -> list[Cell]:
         honest_s = honest_median(workload)
         for kind in kinds:
             if applies(kind, workload):
-                cells += [_confirmed(cell(kind, when, workload, honest_s)) for when in whens]
+                cells += [confirmed(cell(kind, when, workload, honest_s)) for when in whens]
     return cells
 
 
-def _confirmed(found: Cell) -> Cell:
+def confirmed(found: Cell) -> Cell:
     """A cell past the limit and not caught is measured again beside a fresh honest median, and the
     smaller gain kept: a cheat that gains shows it twice, a shared machine's drift between the honest
     median and the cell rarely does (memcpy h2d alias-at-depth read 1.25× once, noisy, where the
