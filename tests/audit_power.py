@@ -27,6 +27,7 @@ WORKLOADS = {
     "memcpy h2d": {"direction": "h2d", "bytes": 4 << 20, "pinned": False},
     "memcpy d2h": {"direction": "d2h", "bytes": 4 << 20, "pinned": False},
     "memcpy d2d": {"direction": "d2d", "bytes": 4 << 20, "pinned": False},
+    "montecarlo": {"n": 1 << 20, "dtype": "float64"},
 }
 LIMIT = 1.25
 HONEST_REPEATS = 3
@@ -51,6 +52,8 @@ def applies(kind: str, workload: str) -> bool:
     a transfer can be partial, stale or no copy at all."""
     if workload.startswith("memcpy"):
         return kind in ("skip", "every_kth", "alias") or (workload == "memcpy d2d" and kind in ("lower", "cache"))
+    if workload == "montecarlo":  # no copy to alias, no queue to half-wait, a child is the threads rule
+        return kind in ("skip", "every_kth", "lower", "cache", "threads")
     if kind == "alias":
         return workload == "stream"
     if kind in ("threads", "child"):

@@ -15,6 +15,11 @@ Kinds (each inflates a rate by about `strength` where it applies):
 - threads: the work split over extra threads while the result records one;
 - child: half the work done by a child process while the result records one thread.
 
+On the Monte Carlo workload (its draws made through `arrays(device)`, one `spawn` per call): skip
+draws 1/strength of the normals and repeats them; every_kth and cache hand back the last call's
+draws (every_kth on all but every k-th call); lower draws float64 as float32; threads runs the
+chunks on the extra pool while the result records one thread.
+
 Whens: always; stack (honest under a frame named like a check); buffer (honest where its output
 shows NaN: a poisoned buffer); depth (cheats only from the 3rd call after a synchronize()); time
 (honest within 20 ms of new input objects); identity (cheats on input objects it has seen before).
@@ -31,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 from mutants import _Queue
 
+from accelbench.backends.arrays import NumpyArrays, NumpyRandom
 from accelbench.backends.numpy_backend import NumpyBackend
 from accelbench.workloads.memory import SCALAR
 from accelbench.workloads.verify import round_to_bfloat16
@@ -87,6 +93,48 @@ def _serve(pipe) -> None:
         pipe.send(True)
 
 
+class _SneakyStream(NumpyRandom):
+    """One chunk's stream of one Monte Carlo call, cheating as its call was judged to."""
+
+    owner: "Sneaky"
+    cheat: bool
+    index: int
+
+    def normal(self, shape, dtype):
+        owner = self.owner
+        kind = owner.kind if self.cheat else "honest"
+        if kind == "skip":
+            part = super().normal((max(1, int(shape[0] / owner.strength)),), dtype)
+            return np.resize(part, shape)  # the same draws again: the estimate's true spread grows
+        kept = owner.kept_draws.get(self.index)
+        if kind in ("every_kth", "cache") and kept is not None and kept.shape == tuple(shape) and \
+                (kind == "cache" or owner.calls % max(2, round(owner.strength)) != 0):
+            return kept
+        if kind == "lower" and np.dtype(dtype) == np.float64:
+            draws = super().normal(shape, "float32").astype(np.float64)
+        else:
+            draws = super().normal(shape, dtype)
+        owner.kept_draws[self.index] = draws
+        return draws
+
+
+class _SneakyRandom(NumpyRandom):
+    """The generator a Monte Carlo call spawns its chunks' streams from: one spawn, one call."""
+
+    def spawn(self, count: int) -> list[NumpyRandom]:
+        owner = self.ops.backend
+        cheat = owner.draw_call()
+        children = super().spawn(count)
+        for index, child in enumerate(children):
+            child.__class__ = _SneakyStream
+            child.owner, child.cheat, child.index = owner, cheat, index
+        return children
+
+
+class _SneakyArrays(NumpyArrays):
+    generator = _SneakyRandom
+
+
 class Sneaky(NumpyBackend):
     name = "sneaky"
 
@@ -106,6 +154,8 @@ class Sneaky(NumpyBackend):
         self.child = _Child() if kind == "child" else None
         self.shared: dict[int, shared_memory.SharedMemory] = {}
         self.cheated = 0
+        self.kept_draws: dict[int, np.ndarray] = {}
+        self.cheating_now = False
 
     # -- memory: shared where a child process must reach it ---------------------------------
     def _alloc(self, shape, dtype) -> np.ndarray:
@@ -188,6 +238,23 @@ class Sneaky(NumpyBackend):
             self.seen_ids.add(key)
             return seen
         raise ValueError(when)
+
+    # -- the Monte Carlo draws -----------------------------------------------------------------
+    def arrays(self, device):
+        return _SneakyArrays(self, device)
+
+    def draw_call(self) -> bool:
+        """A Monte Carlo call begins: does it look unchecked?"""
+        self.calls += 1
+        self.since_sync += 1
+        self.cheating_now = self._believes_unchecked(None, ())
+        self.cheated += self.cheating_now
+        return self.cheating_now
+
+    def map_on_threads(self, function, items):
+        if self.kind == "threads" and self.cheating_now:
+            return list(self.pool.map(function, items))
+        return super().map_on_threads(function, items)
 
     # -- the ops ---------------------------------------------------------------------------
     def _run(self, honest: Callable[..., Any], rows: tuple, full: tuple, out: Any) -> Any:

@@ -16,7 +16,8 @@ from sneaky import KINDS, WHENS  # noqa: E402
 
 FAST = [("skip", "stack", "matmul"), ("every_kth", "identity", "triad"), ("lower", "buffer", "elementwise"),
         ("alias", "time", "stream"), ("partial_wait", "always", "matmul"), ("threads", "always", "matmul"),
-        ("skip", "buffer", "memcpy h2d"), ("alias", "always", "memcpy d2h"), ("every_kth", "depth", "reduce")]
+        ("skip", "buffer", "memcpy h2d"), ("alias", "always", "memcpy d2h"), ("every_kth", "depth", "reduce"),
+        ("every_kth", "stack", "montecarlo")]
 
 
 @pytest.mark.parametrize("kind, when, workload", FAST)

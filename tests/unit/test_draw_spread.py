@@ -52,6 +52,21 @@ def test_too_few_estimates_decide_nothing():
     assert spread.check("cpu").passed
 
 
+@pytest.mark.parametrize("fine, repeated, fails", [(True, 0, False), (True, 2, False), (True, 8, True),
+                                                   (False, 8, False)])
+def test_estimates_that_repeat_to_the_bit_fail_where_sums_are_fine(fine, repeated, fails):
+    """A backend handing a call's result out again (every other call, say) repeats estimates exactly:
+    in float32/float64 sums that fails from 3 repeats and 5% of the estimates, even among too few to
+    judge their spread; bfloat16's coarse sums repeat honestly, so there it decides nothing."""
+    spread = DrawSpread("test", fine=fine)
+    distances = _distances(1.0, SPREAD_MIN_CALLS - 1, 3)
+    for d in distances + distances[:repeated]:
+        spread.add(d)
+    check = spread.check("cpu")
+    assert check.passed is not fails, check.detail
+    assert ("repeat another's exactly" in check.detail) is fails
+
+
 class _HalfRandom(NumpyRandom):
     """Draws half the normals asked for and hands each out twice."""
 

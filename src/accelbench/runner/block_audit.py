@@ -32,6 +32,8 @@ from typing import Any, Callable
 
 from accelbench.backends import raw_access
 from accelbench.results import Check
+from accelbench.runner.sync_lateness import (LATE_BLOCK_SHARE, LATE_BLOCKS_SHARE, LATE_CALL_SHARE,
+                                            LATE_MIN_BLOCKS, LATE_MIN_S, late_up_to)
 from accelbench.timing import contention, stats
 from accelbench.timing.clock import Clock
 from accelbench.units import format_seconds
@@ -53,34 +55,9 @@ GAP_SURE = 0.99                   # ... in this share of bootstrap resamples (no
 GAP_CPU_FACTOR = 2.0              # ... and CPU time likewise: the work was not done (host devices)
 DEVICE_GAP_FACTOR = 2.0           # discrete devices: pipelining hides launch latency up to about this
 DEVICE_GAP_MIN_S = 1e-4           # ... and per call beyond this no overlap explains
-# a read-back that waited this long beyond its own cost, and ... (the first read after a block costs
-# more than the next on CPU frameworks whatever the sync does: torch n=64, 20 µs against 7 µs; a
-# first host view of a new jax array, torch waking its pool: 90-110 µs)
-LATE_MIN_S = 150e-6
-LATE_CALL_SHARE = 0.5             # ... over half a call's time, and ...
-# ... over a tenth of the block (less inflates a rate under 10%; PoCL's first read after a kernel costs ~350 µs)
-LATE_BLOCK_SHARE = 0.1
-LATE_BLOCKS_SHARE = 0.8           # late in this share of the blocks: synchronize() does not wait
-LATE_MIN_BLOCKS = 10
-# late in every one of at least this many blocks of up to some length: a sync that waits only when
-# more calls are queued (a random share f of late blocks passes with f^8: 26% late, PoCL's read-backs
-# on a busy machine, 2e-5, where 5 blocks of one length gave an honest refusal in 3 runs)
-LATE_FEW_CALLS_BLOCKS = 8
-MAX_BUDGETS = 3.0                 # the audit may extend a measurement to this many budgets at most
-
-
-def _late_up_to(blocks: list, is_late) -> tuple[int, int] | None:
-    """(the longest length d, how many blocks) where every block of d calls or fewer was late, and at
-    least LATE_FEW_CALLS_BLOCKS of them ran; None where no such prefix of lengths exists."""
-    found = None
-    shortest_first = sorted(blocks, key=lambda b: b.calls)
-    for index, block in enumerate(shortest_first):
-        if not is_late(block):
-            break
-        following = shortest_first[index + 1] if index + 1 < len(shortest_first) else None
-        if index + 1 >= LATE_FEW_CALLS_BLOCKS and (following is None or following.calls > block.calls):
-            found = (block.calls, index + 1)
-    return found
+# a statistic judged by its spread (Monte Carlo) may sample this long for its estimates, whatever the
+# rigor's budget: 2^20 draws take ~25 ms a call on one Zen 3 core, 150 estimates ~4 s (quick's 3 budgets: 2.25 s)
+STATISTIC_SAMPLING_S = 8.0
 
 
 def private_draw() -> random.Random:
@@ -186,6 +163,9 @@ class BlockAudit:
             longs = sum(b.calls > self.variants for b in self.blocks)
             return min(ones, fulls) < SHORTS_EACH or longs < LONG_WANTED
         return False
+
+    def sampling_limit_s(self, budgets_s: float) -> float:
+        return max(budgets_s, STATISTIC_SAMPLING_S) if self.more_judged is not None else budgets_s
 
     def judged_calls(self) -> int:
         """Timed calls whose outputs were judged (each at most once: the last call on each input set)."""
@@ -293,7 +273,7 @@ class BlockAudit:
         if len(counted) >= LATE_MIN_BLOCKS and len(late) >= LATE_BLOCKS_SHARE * len(counted):
             return [VerdictReason(INVALID, f"{text}: synchronize() does not wait for the work to finish", SYNC_FAILED,
                                   figures)]
-        few = _late_up_to(self.blocks, self._is_late)
+        few = late_up_to(self.blocks, self._is_late)
         if few is not None:
             depth, blocks = few
             short_s = stats.median([b.late_s for b in self.blocks if b.calls <= depth])

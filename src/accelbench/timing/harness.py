@@ -68,6 +68,8 @@ class BlockHooks(Protocol):
 
     def finished(self) -> bool: ...
 
+    def sampling_limit_s(self, budgets_s: float) -> float: ...
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -208,7 +210,7 @@ def _sample(run: _Run, calls: int, min_samples: int = MIN_SAMPLES_ON_BUDGET) -> 
         blocks += 1
         if hooks is not None:
             if blocks > AUDITED_MAX_BLOCKS or (len(samples_s) >= min_samples and (
-                    hooks.finished() or run.elapsed_s() >= AUDITED_MAX_BUDGETS * rigor.budget_s)):
+                    hooks.finished() or run.elapsed_s() >= hooks.sampling_limit_s(AUDITED_MAX_BUDGETS * rigor.budget_s))):
                 stop_reason = "budget"
                 break
             drawn = hooks.length(calls)
@@ -258,7 +260,8 @@ def measure(call: Callable[[], object], synchronize: Callable[[], object], *, cl
     `min_samples` are taken even when the budget runs out first (a workload's own minimum). `hooks`
     audit every block alike (runner/block_audit.py): then each sampling block's length is drawn
     around the calibrated one (its per-call time net of the measured overhead), and sampling goes on
-    until the hooks want no more blocks, within AUDITED_MAX_BUDGETS budgets.
+    until the hooks want no more blocks, within AUDITED_MAX_BUDGETS budgets (or the longer time a
+    statistic's hooks ask for: hooks.sampling_limit_s).
     """
     clock = clock if clock is not None else PerfCounterClock()
     run, warnings = _Run(call, synchronize, clock, rigor, hooks), list[Caveat]()

@@ -26,6 +26,11 @@ SPREAD_WANTED = 150
 # one estimate alone fails beyond this many of its standard errors: among 150 honest ones, one beyond
 # 4.5 (the single call's limit, 7e-6 each) came once in a thousand measurements; beyond 5.5, once in 2e5
 SINGLE_LIMIT_SE = 5.5
+# estimates that repeat another's to the bit, in float32 or float64 sums, where 2^20 independent draws
+# gave 300 distinct of 300 (float32 and float64; bfloat16's coarse sums gave 10 distinct of 300, so
+# it is not judged so): at least this many, and this share, mean reused results or draws
+REPEATS_MIN, REPEATS_SHARE = 3, 0.05
+FINE_DTYPES = ("float64", "float32")
 
 
 def chi2_upper(x: float, k: int) -> float:
@@ -42,6 +47,7 @@ class DrawSpread:
 
     what: str
     distances: list[float] = field(default_factory=list)
+    fine: bool = True  # sums fine enough that independent estimates never repeat to the bit
 
     def add(self, distance: float) -> None:
         if math.isfinite(distance):
@@ -49,6 +55,11 @@ class DrawSpread:
 
     def check(self, device_seen: str) -> Check:
         k = len(self.distances)
+        repeats = k - len(set(self.distances))
+        if self.fine and repeats >= max(REPEATS_MIN, REPEATS_SHARE * k):
+            return Check(False, math.inf, 1.0, f"{self.what}: {repeats} of {k} timed calls' estimates repeat another's "
+                                               "exactly, though each call draws afresh: results reused or draws "
+                                               "repeated", device_seen)
         if k < SPREAD_MIN_CALLS:
             return Check(True, 0.0, 0.0, f"{self.what}: {k} estimates judged, too few to judge their spread",
                          device_seen)
@@ -67,11 +78,11 @@ class DrawSpread:
 
 
 def audited_draws(prepared: Prepared, distance: Callable[[Any], float], what: str,
-                  located: Callable[[Any], str]) -> Prepared:
+                  located: Callable[[Any], str], dtype: str = "float64") -> Prepared:
     """`prepared` (a workload drawing afresh each call) with every timed call's output kept until the
     block ends and judged then, each within its standard errors and all together by their spread."""
     kept: list[Any] = []
-    spread = DrawSpread(what)
+    spread = DrawSpread(what, fine=dtype in FINE_DTYPES)
     judge = prepared.check_output
     compute = prepared.compute
     assert judge is not None, "a Monte Carlo workload judges its outputs"

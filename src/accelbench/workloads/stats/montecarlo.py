@@ -100,7 +100,7 @@ class MonteCarlo(StatsWorkload):
                            base_metrics(self, params, seed, generator_name(ops)) | OPTION,
                            figures=same_draws_in_float64 if also_float64 else None, draws_afresh=True)
         return audited_draws(prepared, lambda output: self.distance(list(ops.to_host64(output)), n, dtype),
-                             f"call price from {n} draws in {dtype}", ops.backend.location)
+                             f"call price from {n} draws in {dtype}", ops.backend.location, dtype)
 
     def prepare_kernels(self, runner, params, seed):
         n, dtype = params["n"], params["dtype"]
@@ -123,7 +123,7 @@ class MonteCarlo(StatsWorkload):
                            to_host=runner.fetch_last, draws_afresh=True)
         return audited_draws(prepared, lambda output: self.distance(
             list(np.asarray(runner.backend.to_host(output), dtype=np.float64)), n, dtype),
-            f"call price from {n} draws in {dtype}", runner.backend.location)
+            f"call price from {n} draws in {dtype}", runner.backend.location, dtype)
 
     def distance(self, sums, n: int, dtype: str) -> float:
         """How far one call's estimate lies from the exact price, in its own standard errors."""
