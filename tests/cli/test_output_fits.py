@@ -55,15 +55,17 @@ def runs(tmp_path_factory):
     # --details: the per-result tables (the default screen is tests/cli/test_one_screen.py's)
     quick = ["run", "matmul", "--sizes", "256", "--dtype", "float32", "--rigor", "quick", "--db", db,
              "--no-progress", "--no-telemetry", "--details"]
+    standard = [word if word != "quick" else "standard" for word in quick]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CONFIG_HOME", str(folder / "config"))  # no settings file picks the devices
         printed = {"cpu80": cli(quick + ["--device", "cpu"], 80),
-                   "numpy200": cli(quick + ["--backend", "numpy", "--device", "cpu"], 200)}
+                   # standard rigor pairs every speed-up shown (quick pairs only the answer's)
+                   "numpy200": cli(standard + ["--backend", "numpy", "--device", "cpu"], 200)}
         if _pyopencl_works():
             printed["opencl80"] = cli(quick + ["--backend", "numpy,pyopencl"], 80)
             # 240: three speed-up cells may each read "contaminated" (PoCL's threads can slow the
             # next block), which needs about 215 columns on one line
-            printed["opencl240"] = cli(quick + ["--backend", "numpy,pyopencl"], 240)
+            printed["opencl240"] = cli(standard + ["--backend", "numpy,pyopencl"], 240)
     for name, (code, _) in printed.items():
         assert code == 0, name
     return {"db": db, "printed": {name: text for name, (_, text) in printed.items()}}

@@ -346,9 +346,12 @@ def test_ctrl_c_during_an_import_stores_nothing_and_leaves_no_row_builder(tmp_pa
         deadline = time.monotonic() + 120
         looks = 0
         while child.poll() is None and time.monotonic() < deadline:
-            if journal.exists():  # storing, inside the one transaction
-                child.send_signal(signal.SIGINT)
+            if journal.exists():  # storing, inside the one transaction: frozen at once, so the
+                child.send_signal(signal.SIGSTOP)  # commit cannot end between the look and the signal
+                if journal.exists():
+                    child.send_signal(signal.SIGINT)
                 builders |= _children(child.pid)
+                child.send_signal(signal.SIGCONT)
                 break
             if looks % 20 == 0:
                 builders |= _children(child.pid)
