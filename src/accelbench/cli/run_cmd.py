@@ -142,7 +142,7 @@ def _run(args) -> int:
     elif args.details:
         _print_details(results)
     else:
-        _print_screen(results)
+        _print_screen(results, suite)
     if results.interrupted:
         print(f"accelbench run: interrupted: {len(results.measurements)} results and {len(results.skips)} "
               f"skips saved in run {results.run_id} ({results.db_path})", file=sys.stderr)
@@ -258,13 +258,15 @@ def _print_details(results) -> None:
                            f"skipped, saved in {results.db_path}")
 
 
-def _print_screen(results) -> None:
+def _print_screen(results, suite: bool) -> None:
     """One screen: the answer, its speed-ups, the caveats, where everything else is (report/run_screen.py)."""
     from accelbench.report.run_screen import render_run
     from accelbench.terminal import console as make_console
+    from accelbench.workloads.registry import BY_NAME_ALSO
 
     render_run(results.headline(), results.skips, make_console(), run_id=results.run_id, db_path=results.db_path,
-               results=list(results.measurements))
+               results=list(results.measurements), also=f"More by name: {BY_NAME_ALSO}."
+               if suite else "")
 
 
 class _progress:

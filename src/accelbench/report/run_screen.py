@@ -41,14 +41,15 @@ def device_words(d: DeviceVerdict) -> str:
     return f"{d.series} ({d.description}): {said}.{tail} {d.confidence[0].upper()}{d.confidence[1:]}."
 
 
-def render_run(answer: Headline, skips: list, console: Any, *, run_id: str, db_path: str, results: list) -> None:
+def render_run(answer: Headline, skips: list, console: Any, *, run_id: str, db_path: str, results: list,
+               also: str = "") -> None:
     """A finished run's screen: the answer, its speed-ups, the caveats, what was left out or refused,
-    where the rest is."""
+    where the rest is (`also`: what the default suite leaves to named runs)."""
     left_out = " ".join(part for part in (left_out_line(skips), refused_line(results)) if part)
     # the devices found and not measured were named before the first measurement (cli/run_cmd.py)
     render_screen(answer, console, left_out=left_out, unreached=False,
                   run_line=f"Run {run_id}: {len(results)} results saved in {db_path}. Every figure: accelbench show "
-                           f"{run_id}; charts: accelbench report.")
+                           f"{run_id}; charts: accelbench report." + (f" {also}" if also else ""))
 
 
 def left_out_line(skips: list) -> str:
