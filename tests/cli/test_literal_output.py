@@ -119,7 +119,7 @@ def test_run_summary_shows_skip_reasons_and_paths_literally(capsys, value):
                               findings=list, run_id="r1", db_path=f"/tmp/{value}.sqlite", devices={},
                               machine={}, rigor="quick", headline=lambda: headline(
                                   [], unreached=[f"GPU{value} (cuda:0) found, not measured: driver {value}"]))
-    _print_screen(results)
+    _print_screen(results, suite=True)
     out = capsys.readouterr().out
     assert "cannot" in out and f"saved in /tmp/{HOSTILE[value]}.sqlite" in " ".join(out.split())
     _clean(out)

@@ -711,3 +711,45 @@ def test_a_real_run_states_only_figures_the_oracle_recomputes(tmp_path, monkeypa
     assert code == 0, out
     wrong += check_projections(run, json.loads(out))
     assert not wrong, "\n".join(wrong)
+
+
+# -- the findings -----------------------------------------------------------------------------------
+
+STATED_RATIO = re.compile(r"(\d+(?:\.\d+)?)× (faster|slower)[^\[\]]{0,80}?\[(\d+(?:\.\d+)?)–(\d+(?:\.\d+)?)×?\]")
+
+
+def _as_said(figure: oracle.Figure) -> list[tuple[float, float, float]]:
+    """The (shown ratio, low, high) a text may state for a figure: read as it is, or turned to "slower"."""
+    return [(figure.ratio, figure.low, figure.high), (1 / figure.ratio, 1 / figure.high, 1 / figure.low)]
+
+
+def _agrees(said: tuple[float, float, float], shown: tuple[float, float, float]) -> bool:
+    # a printed figure has 2 decimals or 3 significant digits: half a unit of the last one, and 1%
+    return all(abs(s - v) <= 0.01 * v + 0.006 + 0.005 * s for s, v in zip(said, shown))
+
+
+def check_findings(document, expected: list[oracle.Expected]) -> list[str]:
+    """Every speed-up with its interval that a finding states is one the oracle derives (issue 42: a
+    precision finding said 1.1× [0.1–1.6] where the table read 2.8×)."""
+    figures = [shown for e in expected for shown in _as_said(e.figure)]
+    wrong = []
+    for finding in document["findings"]:
+        for match in STATED_RATIO.finditer(finding["text"]):
+            ratio, word, low, high = float(match[1]), match[2], float(match[3]), float(match[4])
+            if not any(_agrees((ratio, low, high), shown) for shown in figures):
+                wrong.append(f"{finding['kind']}: {match[0]!r} is no speed-up the oracle derives")
+    return wrong
+
+
+def test_every_ratio_a_finding_states_is_the_oracles(synthetic):
+    document = synthetic["json"]
+    _, expected = check_all_speedups(synthetic["run"], document)
+    stated = [m for f in document["findings"] for m in STATED_RATIO.finditer(f["text"])]
+    assert len(stated) >= 3, [f["text"] for f in document["findings"]]  # the findings state ratios to check
+    assert {f["kind"] for f in document["findings"] if STATED_RATIO.search(f["text"])} >= {"precision"}
+    assert not check_findings(document, expected), check_findings(document, expected)
+    moved = json.loads(json.dumps(document))
+    finding = next(f for f in moved["findings"] if STATED_RATIO.search(f["text"]))
+    match = STATED_RATIO.search(finding["text"])
+    finding["text"] = finding["text"].replace(match[0], match[0].replace(match[1], f"{float(match[1]) * 1.1:.2f}", 1))
+    assert check_findings(moved, expected)  # a ratio moved by 10% is found

@@ -258,7 +258,7 @@ def _print_details(results) -> None:
                            f"skipped, saved in {results.db_path}")
 
 
-def _print_screen(results, suite: bool) -> None:
+def _print_screen(results, suite: bool = False) -> None:
     """One screen: the answer, its speed-ups, the caveats, where everything else is (report/run_screen.py)."""
     from accelbench.report.run_screen import render_run
     from accelbench.terminal import console as make_console
