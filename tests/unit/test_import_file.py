@@ -360,6 +360,9 @@ def test_ctrl_c_during_an_import_stores_nothing_and_leaves_no_row_builder(tmp_pa
         child.wait(timeout=60)
         if child.returncode != 0:
             break
+    if child.returncode == 0:  # five imports ended before a look saw the transaction: nothing proven either
+        # way (the full slow tier on a VM with 6-8% steal, twice); tests/fault_sweep.py covers it by SIGKILL
+        pytest.skip("the import finished before the signal could land, 5 times")
     assert child.returncode == 130, f"the import ended before Ctrl-C: {child.stderr.read()}"
     with Store(db) as store:
         assert store.runs() == []

@@ -317,8 +317,14 @@ class SlowOnOneThreadWhileFlagged(NumpyBackend):
 @pytest.mark.parametrize("transient", [True, False])
 def test_contaminated_rounds_are_timed_once_more_and_only_the_second_count(monkeypatch, transient):
     honest = NumpyBackend()
-    one, two = _measured(honest, 1, n=96), _measured(honest, 2, n=96)
-    assert one.valid and two.valid
+    # the check against the sides' medians needs plainly valid sides (a noisy median is no reference:
+    # then nothing is contaminated, rightly); a VM with 6-8% steal measured one at IQR 41% once
+    for _ in range(3):
+        one, two = _measured(honest, 1, n=96), _measured(honest, 2, n=96)
+        if one.verdict == two.verdict == "valid":
+            break
+    else:
+        pytest.skip(f"no plainly valid sides in 3 tries ({one.verdict}, {two.verdict}): the machine is too noisy")
     backend = SlowOnOneThreadWhileFlagged()
     calls = []
     real = pairing.pair_group
