@@ -1,8 +1,9 @@
 """What judging the timed outputs costs the quick suite (issue 41, item 8: at most 10% of its wall time).
 
 Runs `accelbench run` (the quick suite) in fresh processes, interleaved: as shipped, and with the
-audit judging nothing (runner/block_audit.py: CHECK_SHARE 0, no judged calls wanted, no statistic
-asking for estimates), the blocks, input changes, poison and read-backs left as they are. Prints
+audit judging one block (runner/block_audit.py: the first block judged, none after, no judged calls
+wanted, no statistic asking for estimates; judging none leaves every result unchecked, so invalid,
+and nothing paired), the blocks, input changes, poison and read-backs left as they are. Prints
 each run's wall time and the ratio of the medians. Run it with nothing else on the machine:
 
     python benchmarks/check_cost.py --pairs 2 [accelbench run arguments]
@@ -20,14 +21,16 @@ from pathlib import Path
 UNJUDGED = """
 import sys
 from accelbench.runner import block_audit
-block_audit.CHECK_SHARE = 0.0
 block_audit.JUDGED_CALLS_WANTED = {name: 0 for name in block_audit.JUDGED_CALLS_WANTED}
 block_audit.BlockAudit.sampling_limit_s = lambda self, budgets_s: budgets_s
-original = block_audit.BlockAudit.more_wanted
+original_after, original_more = block_audit.BlockAudit.after, block_audit.BlockAudit.more_wanted
+def after(self, calls, start_s, end_s):  # the first block judged (a result needs one), no other
+    block_audit.CHECK_SHARE = 0.0 if any(b.judged for b in self.blocks) else 1.0
+    return original_after(self, calls, start_s, end_s)
 def more_wanted(self, calibrated):
     self.more_judged = None
-    return original(self, calibrated)
-block_audit.BlockAudit.more_wanted = more_wanted
+    return original_more(self, calibrated)
+block_audit.BlockAudit.after, block_audit.BlockAudit.more_wanted = after, more_wanted
 from accelbench.cli.main import entry_point
 sys.argv = ["accelbench", *sys.argv[1:]]
 sys.exit(entry_point())
