@@ -174,6 +174,15 @@ def _telemetry(plan: Plan, enabled: bool):
 
 def run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:
     """Measure `plan` with `backends` as `config` says, storing each result as it is made."""
+    from accelbench.runner import memory_release
+
+    try:
+        return _run_plan(plan, backends, config)
+    finally:
+        memory_release.thaw()  # what the run froze between specs is collected again after it
+
+
+def _run_plan(plan: Plan, backends: Listed, config: RunConfig) -> RunResults:
     from accelbench.store.ceilings import measured_inventory
     from accelbench.store.db import Store
     from accelbench.timing import machine_reference
