@@ -480,8 +480,14 @@ def check_headline(run: oracle.StoredRun, document, expected: list[oracle.Expect
 def check_sentence(text: str, stated: dict, whom: str, series: str) -> list[str]:
     """The answer's sentence says the figure as its --json text does: the same numbers and words."""
     if stated["contaminated"]:
-        said = f"not decided against {whom} ({stated['ratio']:.2f}×"
-    elif stated["verdict"] in ("faster", "slower"):
+        # the one convention: never a figure below 1, so 0.15 is said "6.58× slower"
+        found = re.search(rf"not decided against {whom} \(([\d.,]+)× (faster|slower)", text)
+        r = stated["ratio"]
+        value, word = (1 / r, "slower") if r < 1 else (r, "faster")
+        if found is None or found.group(2) != word or not _close(_number(found.group(1)), value, SAID):
+            return [f"{series}: the answer does not say 'not decided against {whom} ({value:.3g}× {word}': {text!r}"]
+        return []
+    if stated["verdict"] in ("faster", "slower"):
         said = stated["text"][:-1] + ", "  # '10.0× faster [9.98–10.0' + ', 12 pairs] than …' or
         # 'at least 3.20× slower (not measurable …' + ', 8 pairs) than …'
         closed = ")" if stated["text"].startswith("at least") else "]"

@@ -72,6 +72,9 @@ def test_every_statistics_baseline_on_all_cores_uses_the_cores_taskset_gives(cor
         else:
             # below 2: the harness's single-threaded moments between blocks, and (MCMC's many small ops,
             # 2048 chains a thread) a thread waiting for the GIL is not runnable; one busy core reads ~1
-            assert r["ran"] >= 1.4, what
+            assert r["ran"] >= 1.25, what  # a sequential one reads <= 1.2 (above)
         # a sequential problem on 2 threads claims 2 and ran 1: flagged, so it is no all-cores baseline
         assert r["claim_holds"] is not (r["sequential"] and cores > 1), what
+    parallel = sorted(r["ran"] for r in found if cores > 1 and not r["sequential"])
+    if parallel:  # steal on a shared VM lowers one problem's reading; together they stay near 2
+        assert parallel[len(parallel) // 2] >= 1.45, parallel
