@@ -14,12 +14,12 @@ from accelbench.report.advice_blas import blas_kernels
 from accelbench.report.advice_checks import check_failures, cpu_scaling, thread_baseline, unstable, wrong_device
 from accelbench.report import ratio_text
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding  # noqa: F401 - shared names
-from accelbench.report.precision import precision_tradeoffs
+from accelbench.report.precision import precision_tradeoffs, time_vs_float32
 from accelbench.report.crossover import Curve, classify, find_crossing
 from accelbench.report.data import matmul_series, series_label, size_of, transfer_share, trusted_rows, valid_rows
 from accelbench.report.analysis import Row
 from accelbench.store.ceilings import measures_bandwidth
-from accelbench.timing import bootstrap, stats
+from accelbench.timing import stats
 from accelbench.vocabulary import is_cpu_baseline
 from accelbench.units import format_bytes, format_si
 
@@ -304,8 +304,7 @@ def precision(rows: list[Row]) -> list[Finding]:
 
 def _precision_finding(label: str, fp32: Row, other: Row, dtype: str) -> Finding:
     # same n, same flops: the ratio of times is the ratio of speeds
-    # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
-    ratio = other.vs_float32 or bootstrap.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
+    ratio = time_vs_float32(other, fp32)
     n = size_of(fp32.spec)
     verdict = ratio.verdict()
     # the time of `dtype` over float32's, seen from `dtype`'s side: its speed-up over float32

@@ -3,8 +3,8 @@ the report's colours, and the honesty rules every axis follows.
 
 Rules: a linear axis of bars or rates starts at zero; a log axis says "(log scale)" in its label;
 bars never stretch across a panel (at least MIN_BAR_SLOTS slots wide). `finish` records, from the
-drawn artists themselves, what each axes shows (scales, limits, labels, widest bar, legend colours,
-points under a legend): captions and tests read those facts, not what the code meant to draw.
+drawn artists themselves, what each axes shows (report/figure_readback.py): captions and tests read
+those facts, not what the code meant to draw.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from accelbench.report.analysis import Row
 from accelbench.report.data import RunData, matmul_footprint_bytes, size_of
 from accelbench.report.figure_layout import fit_margins
+from accelbench.report.figure_readback import axes_facts, legend_colours
 from accelbench.report.label_place import cover_whiskers, place_labels
 from accelbench.units import format_bytes, format_seconds
 from accelbench import vocabulary
@@ -25,7 +26,6 @@ from accelbench import vocabulary
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.legend import Legend
     from matplotlib.typing import LineStyleType
 
 PANEL_HEIGHT_IN = 3.8
@@ -143,62 +143,12 @@ def finish(result: FigureResult, fig: Figure) -> FigureResult:
     return result
 
 
-def axes_facts(ax: Axes) -> dict[str, Any]:
-    from matplotlib.patches import Rectangle
-
-    axes_width_px = ax.get_window_extent().width
-    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
-    widest = max((b.get_window_extent().width for b in bars), default=0.0)
-    return {"title": ax.get_title(), "xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
-            "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(), "xlim": tuple(ax.get_xlim()),
-            "ylim": tuple(ax.get_ylim()), "bars": len(bars),
-            "widest_bar_fraction": widest / axes_width_px if axes_width_px else 0.0,
-            "points_under_legend": points_under_legend(ax)}
 
 
-def legend_colours(legends: Iterable[Legend | None]) -> dict[str, str]:
-    """{legend text: colour} from every legend's handles, as drawn."""
-    from matplotlib.colors import to_hex
-    from matplotlib.lines import Line2D
-
-    found: dict[str, str] = {}
-    for legend in legends:
-        if legend is None:
-            continue
-        for handle, text in zip(legend.legend_handles, legend.get_texts()):
-            if isinstance(handle, Line2D):
-                colour: Any = handle.get_color()
-            elif handle is not None and hasattr(handle, "get_facecolor"):
-                colour = handle.get_facecolor()
-                if getattr(colour, "ndim", 1) == 2:  # a collection: one row per item
-                    colour = colour[0] if len(colour) else "none"
-            else:
-                continue
-            found[text.get_text()] = to_hex(colour, keep_alpha=False)
-    return found
 
 
-def points_under_legend(ax: Axes) -> int:
-    """How many drawn markers (scatter points, line markers) lie inside the axes' legend box."""
-    import numpy as np
-    from matplotlib.collections import PathCollection
 
-    legend = ax.get_legend()
-    if legend is None:
-        return 0
-    box = legend.get_window_extent()
-    found = [np.empty((0, 2))]
-    for line in ax.lines:
-        if line.get_marker() not in (None, "", "None", " ") and line.get_visible():
-            found.append(line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float)))
-    for collection in ax.collections:
-        offsets = np.asarray(collection.get_offsets(), dtype=float)
-        if isinstance(collection, PathCollection) and offsets.size:
-            found.append(collection.get_offset_transform().transform(offsets))
-    xy = np.concatenate(found)
-    inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)
-              & np.isfinite(xy).all(axis=1))
-    return int(inside.sum())
+
 
 
 def _fewer_ticks(ax: Axes) -> None:

@@ -17,6 +17,13 @@ ACCURACY_KEYS = ("rel_error_vs_float64", "max_error_in_standard_errors", "error_
                  "abs_error", "correct_digits")
 
 
+def time_vs_float32(other: Row, fp32: Row):
+    """This dtype's time over float32's, same series and parameters: the paired rounds where the run
+    timed them (runner/pairing.py), else two medians measured apart. The one derivation the findings
+    and the precision chart state."""
+    return other.vs_float32 or bootstrap.ratio_of_medians_ci(other.measurement.samples_s, fp32.measurement.samples_s)
+
+
 def precision_tradeoffs(rows: list[Row]) -> list:
     from accelbench.report.findings import INFO, Finding
 
@@ -32,8 +39,7 @@ def precision_tradeoffs(rows: list[Row]) -> list:
         if set(by_dtype) != {"float32", "float64"}:
             continue
         fp32, fp64 = by_dtype["float32"], by_dtype["float64"]
-        # paired rounds where the run timed them (runner/pairing.py), else two medians measured apart
-        ratio = fp64.vs_float32 or bootstrap.ratio_of_medians_ci(fp64.measurement.samples_s, fp32.measurement.samples_s)
+        ratio = time_vs_float32(fp64, fp32)
         basis = f", {ratio.basis()}" if hasattr(ratio, "basis") else ""
         lost = _accuracy_text(fp32)
         params = " ".join(f"{k}={v}" for k, v in rest)
