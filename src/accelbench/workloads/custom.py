@@ -170,9 +170,7 @@ class FunctionWorkload(Workload):
         rotation = Rotation(make, judge)
 
         def to_device():
-            variant = rotation.upcoming
-            variant.inputs = [backend.from_host(h, device) for h in variant.hosts]
-            return variant.inputs[-1]
+            return rotation.upcoming.upload(lambda h: backend.from_host(h, device))
 
         shared = backend.shares_host_memory(device)
         return rotation.prepared(backend, op=call, to_device=None if shared else to_device,

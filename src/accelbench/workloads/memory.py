@@ -79,9 +79,8 @@ class _ArrayWorkload(Workload):
 
         def to_device():
             variant = rotation.upcoming
-            variant.inputs = [backend.from_host(h, device) for h in variant.hosts]
             variant.flip_log = []  # the first values again
-            return variant.inputs[-1]
+            return variant.upload(lambda h: backend.from_host(h, device))
 
         shared = backend.shares_host_memory(device)
         return rotation.prepared(backend, op=op, to_device=None if shared else to_device,

@@ -152,9 +152,7 @@ class _AugmentRun:
 
     def to_device(self):
         """The copy of the next batch's uint8 pixels, as a loader would hand them over."""
-        upcoming = self.rotation.upcoming
-        upcoming.inputs = [self.backend.from_host(upcoming.hosts[0], self.device)]
-        return upcoming.inputs[0]
+        return self.rotation.upcoming.upload(lambda h: self.backend.from_host(h, self.device))
 
     def augment_batch(self, variant: Variant):
         """The timed call: new random parameters, the batch augmented (and, on the host path, copied)."""
