@@ -174,6 +174,9 @@ def _free_offset(box: np.ndarray, frame: np.ndarray, taken: np.ndarray) -> tuple
     dx, dy = dx[order], dy[order]
     moved = box[None, :] + np.stack([dx, dy, dx, dy], axis=1)
     padded = taken + np.array([-GAP_PX, -GAP_PX, GAP_PX, GAP_PX])
+    # only obstacles within reach of some candidate place can block one (a roofline has thousands)
+    padded = padded[(padded[:, 2] > moved[:, 0].min()) & (padded[:, 0] < moved[:, 2].max())
+                    & (padded[:, 3] > moved[:, 1].min()) & (padded[:, 1] < moved[:, 3].max())]
     clear = ~((np.minimum(moved[:, None, 2], padded[None, :, 2]) > np.maximum(moved[:, None, 0], padded[None, :, 0]))
               & (np.minimum(moved[:, None, 3], padded[None, :, 3]) > np.maximum(moved[:, None, 1], padded[None, :, 1]))
               ).any(axis=1)
