@@ -101,8 +101,12 @@ def test_run_json_results_carry_consistent_derived_figures(measured):
                 assert ratio["ci_low"] <= ratio["ratio"] <= ratio["ci_high"], (name, ratio)
                 assert ratio["paired"] == (ratio["pairs"] > 0)
     by_key = {_key(r["spec"]): r["derived"] for r in document["results"]}
-    float64 = [d for key, d in by_key.items() if "dtype=float64" in key[3]]
-    assert float64 and all(d["speedups"]["float32_vs_this_dtype"] for d in float64 if d["rate"])
+    float64 = {key: d for key, d in by_key.items() if "dtype=float64" in key[3]}
+    assert float64
+    for key, d in float64.items():  # defined where both precisions count (a refused twin has no rate)
+        twin = by_key.get(key[:3] + (key[3].replace("dtype=float64", "dtype=float32"),))
+        if d["rate"] and twin and twin["rate"]:
+            assert d["speedups"]["float32_vs_this_dtype"], key
     if usable_cpus() >= 2:
         one_thread = [d for key, d in by_key.items() if key[1] == "numpy" and "threads=1" in key[3]]
         assert one_thread and all(d["baseline_role"] == "cpu_one_thread" for d in one_thread)

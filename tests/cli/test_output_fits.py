@@ -108,8 +108,11 @@ def test_run_with_opencl_at_240_columns_keeps_one_line_per_result(runs):
     assert too_wide(text, 240) == []
     rows = table_rows(text, "pyopencl@opencl:0:0", "dtype=float32 n=256")
     assert rows and MEDIAN_WITH_UNIT.search(rows[0]) and "GFLOP/s" in rows[0], text
-    assert len(re.findall(r"\d×", rows[0])) == 3  # all cores, one core, end-to-end: each with its interval
-    assert len(re.findall(r"\[[\d.]+–[\d.∞]+\]", rows[0])) == 3
+    figures, intervals = re.findall(r"\d×", rows[0]), re.findall(r"\[[\d.]+–[\d.∞]+\]", rows[0])
+    # all cores, one core, end-to-end: each with its interval; where other processes held the cores
+    # (all cores ran slower than one thread: the screen says so) there is no all-cores baseline
+    collapsed = "slower on all cores than on one thread" in " ".join(text.split())
+    assert len(figures) == len(intervals) and (len(figures) == 3 or (collapsed and len(figures) >= 1)), text
 
 
 def test_run_wide_keeps_one_line_per_result(runs):
@@ -119,7 +122,10 @@ def test_run_wide_keeps_one_line_per_result(runs):
     assert rows, text  # where, parameters, median, rate and speed-up on one line
     row = rows[0]
     assert MEDIAN_WITH_UNIT.search(row) and "GFLOP/s" in row and "baseline" in row
-    assert re.search(r"\(\d+ pairs\)|unpaired", row)  # the basis in the cell itself when there is room
+    # the basis in the cell itself when there is room; no figure where all cores ran slower than
+    # one thread (other processes held them: the screen says so), so no basis either
+    collapsed = "slower on all cores than on one thread" in " ".join(text.split())
+    assert re.search(r"\(\d+ pairs\)|unpaired", row) or (collapsed and "×" not in row), text
 
 
 def test_runs_at_80_columns_shows_statuses_and_workloads(runs):

@@ -182,4 +182,6 @@ def test_report_opens_with_the_headline_before_findings_and_tables(report, tmp_p
     assert "The answer" in opening and "fake@evil:0" in opening  # every measured device has its entry
     if "pyopencl" in report["backends"]:  # PoCL: named as the CPU it runs on, with its speed-ups
         assert "pyopencl@opencl:" in opening and "running on this same CPU, not an accelerator" in opening
-        assert "all CPU cores" in opening and "one core" in opening and "onfidence" in opening
+        # against all cores unless other processes held them (all cores slower than one thread: said so)
+        collapsed = "slower on all cores than on one thread" in opening
+        assert ("all CPU cores" in opening or collapsed) and "one core" in opening and "onfidence" in opening
