@@ -23,10 +23,10 @@ pytestmark = pytest.mark.slow  # about a minute each: `pytest -m "not slow"` lea
 
 HERE = Path(__file__).resolve().parent
 PLUGINS = ("honest_async", "sync_tires", "queued_writes", "lazy_graph", "peek_partial", "sgemm_for_dgemm",
-           "repin", "zero_copy")
+           "repin", "zero_copy", "half_draws", "reused_draws")
 CLASSES = {"HonestAsync": "honest_async", "SyncTires": "sync_tires", "QueuedWrites": "queued_writes",
            "LazyGraph": "lazy_graph", "PeekPartial": "peek_partial", "SgemmForDgemm": "sgemm_for_dgemm",
-           "Repin": "repin", "ZeroCopy": "zero_copy"}
+           "Repin": "repin", "ZeroCopy": "zero_copy", "HalfDraws": "half_draws", "ReusedDraws": "reused_draws"}
 QUICK = ("--rigor", "quick", "--json", "--no-progress", "--no-telemetry")
 STREAM = ("stream", "--sizes", "4194304", "--dtype", "float64", "--device", "cpu")
 # what each class's reason must name (any of)
@@ -38,6 +38,8 @@ REASONS = {
     "sgemm_for_dgemm": ("check failed",),
     "repin": ("threads", "affinity"),
     "zero_copy": ("no data was moved", "shares memory with an input"),
+    "half_draws": ("fewer draws than counted", "scatter"),
+    "reused_draws": ("repeat another's", "scatter"),
 }
 
 
@@ -165,3 +167,18 @@ def test_honest_framework_backends_stay_valid_or_noisy(site, tmp_path):
     results += _run(site, tmp_path / "r.sqlite", "matmul", "--sizes", "512", *common)
     for name in wanted:
         _assert_honest(results, name)
+
+
+def test_monte_carlo_plugins_that_draw_less_are_invalid_through_the_cli(site, tmp_path):
+    """Issue 41: half the normals repeated (after honest first calls), or every other call's draws
+    reused, are refused by the timed calls' own estimates (their spread, their repeats), or keep no
+    rate beyond NO_GAIN of numpy's; numpy beside them stays valid or noisy."""
+    db = tmp_path / "r.sqlite"
+    results = _run(site, db, "montecarlo", "--sizes", "1048576", "--dtype", "float64", "--device", "cpu",
+                   "--backend", "numpy,half_draws,reused_draws")
+    ceilings = _ceilings(site, db)
+    for name in ("half_draws", "reused_draws"):
+        _assert_refused_or_gains_nothing(results, name, ceilings)
+    assert any(r["verdict"] == "invalid" for r in results if r["spec"]["backend"] == "half_draws")
+    assert any(r["verdict"] == "invalid" for r in results if r["spec"]["backend"] == "reused_draws")
+    _assert_honest(results, "numpy")

@@ -17,6 +17,9 @@ from benchmarks/dishonest_cli.py; each models a bug or cheat a real array librar
 - `repin`: widens its CPU affinity to every core and runs products on two threads, while the run
   asked for the cores it was given;
 - `zero_copy`: a host-to-device "upload" that hands back a read-only view of the host array;
+- `half_draws` (issue 41): a Monte Carlo generator that, after its first few calls, draws half the
+  normals it is asked for and repeats them to the length asked (a buffer "optimisation");
+- `reused_draws` (issue 41): every other Monte Carlo call hands back the previous call's draws;
 - `honest_async`: the same ops on a worker thread, with a synchronize() that waits for all of them.
 """
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 
 import numpy as np
 
+from accelbench.backends.arrays import NumpyArrays, NumpyRandom
 from accelbench.backends.numpy_backend import NumpyBackend
 
 QUEUE_DEPTH = 16       # a launch blocks while this many are pending, as a GPU's queue does
@@ -243,3 +247,60 @@ class ZeroCopy(NumpyBackend):
         view = array.view()
         view.flags.writeable = False
         return view
+
+
+# -- Monte Carlo draws (issue 41) -------------------------------------------------------------------
+
+HONEST_CALLS = 3  # half_draws is honest for its first calls: a start probe or a first check sees those
+
+
+class _DrawStream(NumpyRandom):
+    """One chunk's stream of one Monte Carlo call; its backend decides what the draws are."""
+
+    def normal(self, shape, dtype):
+        return self.ops.backend.draws(self, shape, dtype)
+
+    def honest_normal(self, shape, dtype):
+        return super().normal(shape, dtype)
+
+
+class _CallRandom(NumpyRandom):
+    def spawn(self, count):
+        self.ops.backend.monte_carlo_calls += 1
+        children = super().spawn(count)
+        for index, child in enumerate(children):
+            child.__class__, child.index = _DrawStream, index
+        return children
+
+
+class _DrawArrays(NumpyArrays):
+    generator = _CallRandom
+
+
+class _DrawBackend(NumpyBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.monte_carlo_calls = 0
+        self.kept: dict[int, np.ndarray] = {}
+
+    def arrays(self, device):
+        return _DrawArrays(self, device)
+
+    def draws(self, stream, shape, dtype):
+        return stream.honest_normal(shape, dtype)
+
+
+class HalfDraws(_DrawBackend):
+    def draws(self, stream, shape, dtype):
+        if self.monte_carlo_calls <= HONEST_CALLS:
+            return stream.honest_normal(shape, dtype)
+        return np.resize(stream.honest_normal((max(1, shape[0] // 2),), dtype), shape)
+
+
+class ReusedDraws(_DrawBackend):
+    def draws(self, stream, shape, dtype):
+        kept = self.kept.get(stream.index)
+        if self.monte_carlo_calls % 2 == 0 and kept is not None and kept.shape == tuple(shape):
+            return kept
+        self.kept[stream.index] = stream.honest_normal(shape, dtype)
+        return self.kept[stream.index]

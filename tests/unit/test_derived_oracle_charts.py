@@ -19,6 +19,9 @@ from test_derived_oracle import (BREAK_EVEN, ORDER_STATISTIC, RATIO, _agrees, _a
                                  _bootstrap_close, _close, check_all_speedups, synthetic)
 
 SPEEDUP_CHARTS = ("matmul-speedup", "stats-speedup", "precision")
+# bandwidth charts: each point a valid result's bytes moved / its median time, in GB/s
+BANDWIDTH_CHARTS = {"stream-bandwidth": ("stream",), "transfer-bandwidth": ("memcpy",),
+                    "reduce-elementwise": ("reduce", "elementwise")}
 FIELD_OF_STYLE = {"-": "vs_cpu_all_cores", ":": "vs_cpu_one_core", "--": "end_to_end_vs_cpu_all_cores"}
 DODGE = 1.5  # series at one size are drawn a few per cent apart (figure_base.dodge): the nearest size is theirs
 __all__ = ["synthetic"]  # the fixture, shared with the oracle test
@@ -33,7 +36,7 @@ def _drawn_charts(db, run_id: str) -> dict[str, dict]:
         run = load_run(store, run_id)
     [figures] = drawing.draw_all([run])
     return {f.name: {"axes": f.drawn["axes"], "colours": f.drawn["colours"]}
-            for f in figures if f.name in SPEEDUP_CHARTS and f.present}
+            for f in figures if (f.name in SPEEDUP_CHARTS or f.name in BANDWIDTH_CHARTS) and f.present}
 
 
 def _series(r: oracle.Result) -> str:
@@ -117,6 +120,32 @@ def _check_crossing(texts: list[str], curve: list[oracle.Expected], what: str) -
     return []
 
 
+def check_bandwidth_charts(charts: dict[str, dict], run: oracle.StoredRun) -> tuple[list[str], int]:
+    """Each point of a bandwidth chart is a valid result of its series at that size, drawn at the
+    oracle's bytes moved / median time, inside its own whiskers; each valid result is drawn once."""
+    wrong, points = [], 0
+    for chart, workloads in BANDWIDTH_CHARTS.items():
+        if chart not in charts:
+            continue
+        left = [r for r in run.results if r.workload in workloads and r.valid]
+        series_of_colour = {colour: label for label, colour in charts[chart]["colours"].items() if "@" in label}
+        for axes in charts[chart]["axes"]:
+            for bars in axes["errorbars"]:
+                series = series_of_colour.get(bars["colour"])
+                for x, y, low, high in bars["points"]:
+                    points += 1
+                    near = [r for r in left if _series(r) == series and r.size
+                            and abs(math.log(x / r.size)) < math.log(DODGE)
+                            and _close(y, r.bytes_moved / r.median() / 1e9, 1e-6)]
+                    if not near or not low <= y <= high:
+                        wrong.append(f"{chart} {axes['title']!r} {series}: drawn {(x, y, low, high)}, no valid result "
+                                     f"of that series and size moves that many GB/s")
+                        continue
+                    left.remove(near[0])
+        wrong += [f"{chart}: not drawn: {r.key} ({r.bytes_moved / r.median() / 1e9:.3g} GB/s)" for r in left]
+    return wrong, points
+
+
 PRECISION_LABEL = re.compile(r"(\d[\d,]*(?:\.\d+)?)× (faster|slower)\n\[(\d[\d,.]*)–(\d[\d,.]*)\]")
 
 
@@ -190,3 +219,23 @@ def test_the_statistics_speedup_chart_draws_the_oracles_figures(tmp_path):
     wrong = check_speedup_charts(charts, expected)
     assert not wrong, "\n".join(wrong)
     assert ORDER_STATISTIC  # the paired tolerance is the oracle test's own
+
+
+def test_the_bandwidth_charts_draw_each_valid_results_rate_once(tmp_path):
+    run_id = "20260101-000000-figs"
+    stored_run(tmp_path, full_run_measurements(("stream", "memcpy", "reduce")), run_id)
+    db = tmp_path / f"{run_id}.sqlite"
+    run = oracle.read_run(db, run_id)
+    charts = _drawn_charts(db, run_id)
+    assert set(BANDWIDTH_CHARTS) <= set(charts)
+    wrong, points = check_bandwidth_charts(charts, run)
+    assert points >= 10 and not wrong, "\n".join(wrong)
+    for move in ("height", "drop"):  # each check can fail
+        moved = json.loads(json.dumps(charts))
+        bars = next(b for a in moved["stream-bandwidth"]["axes"] for b in a["errorbars"])
+        x, y, low, high = bars["points"][0]
+        if move == "height":
+            bars["points"][0] = [x, y * 1.02, low, high * 1.02]
+        else:
+            bars["points"].pop(0)
+        assert check_bandwidth_charts(moved, run)[0], move
