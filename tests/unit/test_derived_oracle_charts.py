@@ -36,7 +36,8 @@ def _drawn_charts(db, run_id: str) -> dict[str, dict]:
         run = load_run(store, run_id)
     [figures] = drawing.draw_all([run])
     return {f.name: {"axes": f.drawn["axes"], "colours": f.drawn["colours"]}
-            for f in figures if (f.name in SPEEDUP_CHARTS or f.name in BANDWIDTH_CHARTS) and f.present}
+            for f in figures if (f.name in SPEEDUP_CHARTS or f.name in BANDWIDTH_CHARTS or f.name == "roofline")
+            and f.present}
 
 
 def _series(r: oracle.Result) -> str:
@@ -146,6 +147,25 @@ def check_bandwidth_charts(charts: dict[str, dict], run: oracle.StoredRun) -> tu
     return wrong, points
 
 
+def check_roofline(charts: dict[str, dict], run: oracle.StoredRun) -> tuple[list[str], int]:
+    """Each roofline point is a valid result that did arithmetic, on the panel's device, at its FLOP
+    per byte and FLOP / median time; each such result is drawn once."""
+    wrong, points = [], 0
+    for axes in charts.get("roofline", {}).get("axes", []):
+        device = axes["title"].split(": ")[0]
+        left = [r for r in run.results if r.valid and r.device == device and r.flops and r.bytes_moved]
+        for x, y in (p for scatter in axes["scatters"] for p in scatter):
+            points += 1
+            match = next((r for r in left if _close(x, r.flops / r.bytes_moved, 1e-9)
+                          and _close(y, r.flops / r.median(), 1e-9)), None)
+            if match is None:
+                wrong.append(f"roofline {device}: a point at {x:.4g} FLOP/B, {y:.4g} FLOP/s is no valid result's")
+            else:
+                left.remove(match)
+        wrong += [f"roofline {device}: not drawn: {r.key}" for r in left]
+    return wrong, points
+
+
 PRECISION_LABEL = re.compile(r"(\d[\d,]*(?:\.\d+)?)× (faster|slower)\n\[(\d[\d,.]*)–(\d[\d,.]*)\]")
 
 
@@ -239,3 +259,17 @@ def test_the_bandwidth_charts_draw_each_valid_results_rate_once(tmp_path):
         else:
             bars["points"].pop(0)
         assert check_bandwidth_charts(moved, run)[0], move
+
+
+def test_the_roofline_places_each_valid_result_at_the_oracles_rate(tmp_path):
+    run_id = "20260101-000000-figs"
+    stored_run(tmp_path, full_run_measurements(("matmul", "stream", "reduce")), run_id)
+    db = tmp_path / f"{run_id}.sqlite"
+    run = oracle.read_run(db, run_id)
+    charts = _drawn_charts(db, run_id)
+    wrong, points = check_roofline(charts, run)
+    assert points >= 10 and not wrong, "\n".join(wrong)
+    moved = json.loads(json.dumps(charts))
+    scatter = next(s for a in moved["roofline"]["axes"] for s in a["scatters"])
+    scatter[0] = [scatter[0][0], scatter[0][1] * 1.02]
+    assert check_roofline(moved, run)[0]

@@ -22,8 +22,21 @@ def axes_facts(ax: Axes) -> dict[str, Any]:
             "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(), "xlim": tuple(ax.get_xlim()),
             "ylim": tuple(ax.get_ylim()), "bars": len(bars),
             "widest_bar_fraction": widest / axes_width_px if axes_width_px else 0.0,
-            "points_under_legend": points_under_legend(ax), "errorbars": errorbars(ax),
+            "points_under_legend": points_under_legend(ax), "errorbars": errorbars(ax), "scatters": scatters(ax),
             "texts": [t.get_text() for t in ax.texts]}
+
+
+def scatters(ax: Axes) -> list[list[tuple[float, float]]]:
+    """Each scatter's points as drawn, in data coordinates (a legend's empty stand-ins left out)."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    found = []
+    for collection in ax.collections:
+        offsets = np.asarray(collection.get_offsets(), dtype=float).reshape(-1, 2)
+        if isinstance(collection, PathCollection) and len(offsets):
+            found.append([(float(x), float(y)) for x, y in offsets])
+    return found
 
 
 def errorbars(ax: Axes) -> list[dict[str, Any]]:
