@@ -273,3 +273,28 @@ def test_the_roofline_places_each_valid_result_at_the_oracles_rate(tmp_path):
     scatter = next(s for a in moved["roofline"]["axes"] for s in a["scatters"])
     scatter[0] = [scatter[0][0], scatter[0][1] * 1.02]
     assert check_roofline(moved, run)[0]
+
+
+@pytest.mark.slow
+def test_a_real_runs_charts_draw_the_oracles_figures(tmp_path, monkeypatch):
+    """A real quick run (numpy and PoCL, matmul and STREAM): its speed-up, bandwidth and roofline
+    charts hold to the oracle as the synthetic runs' do."""
+    from accelbench.backends.registry import availability
+    from test_derived_oracle import _main
+
+    if not availability("pyopencl").ok:
+        pytest.skip("needs pyopencl with an OpenCL platform (PoCL)")
+    db = tmp_path / "real.sqlite"
+    monkeypatch.setenv("ACCELBENCH_DB", str(db))
+    code, out = _main("run", "matmul", "stream", "--sizes", "128,192", "--dtype", "float32", "--backend",
+                      "numpy,pyopencl", "--device", "cpu,opencl:0:0", "--rigor", "quick", "--json", "--no-progress",
+                      "--db", str(db))
+    assert code == 0, out
+    document = json.loads(out)
+    run = oracle.read_run(db, document["run_id"])
+    _, expected = check_all_speedups(run, document)
+    charts = _drawn_charts(db, run.run_id)
+    assert "matmul-speedup" in charts and "roofline" in charts
+    wrong = check_speedup_charts(charts, expected) + check_bandwidth_charts(charts, run)[0]
+    wrong += check_roofline(charts, run)[0] + check_precision_chart(charts, expected)[0]
+    assert not wrong, "\n".join(wrong)
