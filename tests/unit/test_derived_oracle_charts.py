@@ -40,6 +40,15 @@ def _drawn_charts(db, run_id: str) -> dict[str, dict]:
             and f.present}
 
 
+def _figure_run(tmp_path, workloads: tuple[str, ...]) -> tuple[oracle.StoredRun, dict[str, dict]]:
+    """The figure test's full run of `workloads`, stored in a real SQLite file: as the oracle reads
+    it, and its charts as drawn."""
+    run_id = "20260101-000000-figs"
+    stored_run(tmp_path, full_run_measurements(workloads), run_id)
+    db = tmp_path / f"{run_id}.sqlite"
+    return oracle.read_run(db, run_id), _drawn_charts(db, run_id)
+
+
 def _series(r: oracle.Result) -> str:
     threads = r.params.get("threads")
     return f"{r.backend}@{r.device}" + (f" ({threads} thread{'s' if threads != 1 else ''})" if threads else "")
@@ -227,12 +236,8 @@ def test_the_precision_charts_labels_are_the_oracles_float32_comparisons(synthet
 
 def test_the_statistics_speedup_chart_draws_the_oracles_figures(tmp_path):
     """Unpaired speed-ups (no paired rounds stored): the bootstrap intervals, statistics panels."""
-    run_id = "20260101-000000-figs"
-    stored_run(tmp_path, full_run_measurements(("matmul", "montecarlo")), run_id)
-    db = tmp_path / f"{run_id}.sqlite"
-    run = oracle.read_run(db, run_id)
+    run, charts = _figure_run(tmp_path, ("matmul", "montecarlo"))
     expected = oracle.expected_speedups(run)
-    charts = _drawn_charts(db, run_id)
     assert {"matmul-speedup", "stats-speedup"} <= set(charts)
     stats_points = sum(len(b["points"]) for a in charts["stats-speedup"]["axes"] for b in a["errorbars"])
     assert stats_points >= 4
@@ -242,11 +247,7 @@ def test_the_statistics_speedup_chart_draws_the_oracles_figures(tmp_path):
 
 
 def test_the_bandwidth_charts_draw_each_valid_results_rate_once(tmp_path):
-    run_id = "20260101-000000-figs"
-    stored_run(tmp_path, full_run_measurements(("stream", "memcpy", "reduce")), run_id)
-    db = tmp_path / f"{run_id}.sqlite"
-    run = oracle.read_run(db, run_id)
-    charts = _drawn_charts(db, run_id)
+    run, charts = _figure_run(tmp_path, ("stream", "memcpy", "reduce"))
     assert set(BANDWIDTH_CHARTS) <= set(charts)
     wrong, points = check_bandwidth_charts(charts, run)
     assert points >= 10 and not wrong, "\n".join(wrong)
@@ -262,11 +263,7 @@ def test_the_bandwidth_charts_draw_each_valid_results_rate_once(tmp_path):
 
 
 def test_the_roofline_places_each_valid_result_at_the_oracles_rate(tmp_path):
-    run_id = "20260101-000000-figs"
-    stored_run(tmp_path, full_run_measurements(("matmul", "stream", "reduce")), run_id)
-    db = tmp_path / f"{run_id}.sqlite"
-    run = oracle.read_run(db, run_id)
-    charts = _drawn_charts(db, run_id)
+    run, charts = _figure_run(tmp_path, ("matmul", "stream", "reduce"))
     wrong, points = check_roofline(charts, run)
     assert points >= 10 and not wrong, "\n".join(wrong)
     moved = json.loads(json.dumps(charts))
