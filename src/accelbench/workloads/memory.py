@@ -67,10 +67,8 @@ class _ArrayWorkload(Workload):
             return Variant([backend.from_host(h, device) for h in hosts], total, out=out, hosts=hosts)
 
         def at(variant: Variant, flat: np.ndarray) -> np.ndarray:
-            if summed:  # the first values' sum, less twice each value whose sign is flipped now
-                flipped = variant.flipped(0)
-                change = 2.0 * float(np.sum(np.asarray(variant.bases[0][flipped], dtype=np.float64)))
-                return variant.reference - change
+            if summed:
+                return np.atleast_1d(sum_now(variant))
             return expected(*(variant.values(i, flat) for i in range(len(variant.bases))))
 
         expect = Expectation(at, size=lambda v: 1 if summed else n, limit=limit, what=what, whole_up_to=WHOLE_UP_TO,
@@ -85,6 +83,14 @@ class _ArrayWorkload(Workload):
         shared = backend.shares_host_memory(device)
         return rotation.prepared(backend, op=op, to_device=None if shared else to_device,
                                  to_host=None if shared else (lambda: backend.to_host(rotation.current.last)))
+
+
+def sum_now(variant: Variant) -> float:
+    """The float64 sum of the values the first input holds now: the first values' sum, less
+    twice each value whose sign is flipped since."""
+    flipped = variant.flipped(0)
+    change = 2.0 * float(np.sum(np.asarray(variant.bases[0][flipped], dtype=np.float64)))
+    return float(variant.reference[0]) - change
 
 
 class Stream(_ArrayWorkload):
@@ -140,11 +146,12 @@ class Reduce(_ArrayWorkload):
         magnitudes: dict[int, float] = {}
 
         def scaled_limit(variant):
-            # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead
-            # (both scale alike, so the first values' ratio holds for every scale)
+            # the sum of n uniform(-1,1) values is near 0: judge the error against sum(|x|) instead,
+            # relative to the sum the inputs hold now (sign flips leave sum(|x|) as it was but move
+            # the sum: judged against the first values' sum, an honest float32 sum was refused)
             if variant.key not in magnitudes:
                 magnitudes[variant.key] = host_side.sum_float64(variant.hosts[0], absolute=True)
-            return limit * magnitudes[variant.key] / max(abs(float(variant.reference[0])), 1e-300)
+            return limit * magnitudes[variant.key] / max(abs(sum_now(variant)), 1e-300)
 
         return self._prepared(backend, device, params, seed, lambda v: backend.total(v.inputs[0]), None,
                               scaled_limit, "sum", with_out=False, summed=True)
