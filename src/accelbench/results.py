@@ -183,7 +183,7 @@ class Measurement:
         check = data["check"]
         return cls(
             spec=Spec.from_dict(data["spec"]),
-            phases_s={k: tuple(float(x) for x in v) for k, v in data["phases_s"].items()},
+            phases_s={k: tuple(map(float, v)) for k, v in data["phases_s"].items()},
             first_call_s=float(data["first_call_s"]),
             work=Work(float(data["work"]["flops"]), float(data["work"]["bytes_moved"])),
             check=Check(bool(check["passed"]), float(check["max_rel_error"]), float(check["tolerance"]),

@@ -103,8 +103,8 @@ def _best_rates(prelim, devices: dict[str, Device]) -> dict[tuple[str, str, int 
     """Best qualifying rate per configuration (device, metric, threads) in this run; the inventory's
     stored measured peaks join the configuration of the most threads (a device's whole)."""
     best: dict[tuple[str, str, int | None], float] = {}
-    for m, *_ in prelim:
-        for (device_id, metric), ceiling in best_ceilings([(m, "")], devices).items():
+    for m, summary, *_ in prelim:
+        for (device_id, metric), ceiling in best_ceilings([(m, "")], devices, [summary.median_s]).items():
             key = (device_id, metric, m.threads)
             best[key] = max(best.get(key, 0.0), ceiling.value)
     most: dict[str, int | None] = {}

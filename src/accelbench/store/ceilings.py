@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from accelbench.devices.model import Device
 from accelbench.results import Measurement, Spec
@@ -69,8 +69,10 @@ def ceiling_metric(spec: Spec, device: Device | None) -> str | None:
     return vector
 
 
-def rate_of(m: Measurement, metric: str) -> float | None:
-    median_s = stats.median(m.samples_s) if m.samples_s else 0.0
+def rate_of(m: Measurement, metric: str, median_s: float | None = None) -> float | None:
+    """`metric`'s amount per second at the median (`median_s`: the samples' median, where known)."""
+    if median_s is None:
+        median_s = stats.median(m.samples_s) if m.samples_s else 0.0
     amount = m.work.bytes_moved if metric == BANDWIDTH else m.work.flops
     return amount / median_s if median_s > 0 and amount > 0 else None
 
@@ -91,15 +93,16 @@ def why_not_a_ceiling(m: Measurement, devices: dict[str, Device]) -> str | None:
     return None
 
 
-def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str, Device]
-                  ) -> dict[tuple[str, str], MeasuredCeiling]:
-    """(device id, metric) -> the best qualifying rate among (measurement, run id) pairs."""
+def best_ceilings(results: Iterable[tuple[Measurement, str]], devices: dict[str, Device],
+                  medians_s: Sequence[float] | None = None) -> dict[tuple[str, str], MeasuredCeiling]:
+    """(device id, metric) -> the best qualifying rate among (measurement, run id) pairs
+    (`medians_s`: their samples' medians, in order, where the caller has them)."""
     best: dict[tuple[str, str], MeasuredCeiling] = {}
-    for m, run_id in results:
+    for index, (m, run_id) in enumerate(results):
         if why_not_a_ceiling(m, devices) is not None:
             continue
         metric = ceiling_metric(m.spec, devices.get(m.spec.device))
-        rate = rate_of(m, metric) if metric else None
+        rate = rate_of(m, metric, None if medians_s is None else medians_s[index]) if metric else None
         if metric is None or rate is None:
             continue
         key = (m.spec.device, metric)

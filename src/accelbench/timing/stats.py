@@ -9,6 +9,7 @@ numpy, so timing stays light. The bootstrap (reports, compare) imports numpy on 
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -154,6 +155,7 @@ def rel_ci_halfwidth_presorted(data: Sequence[float], confidence: float = CONFID
 MIN_BATCHES, MAX_BATCHES = 5, 10
 
 
+@functools.lru_cache(maxsize=64)  # asked once per summary with the same few (p, df)
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile by the Cornish-Fisher expansion around the normal one (within 0.3% for
     df >= 4 at the 97.5th percentile: 2.769 for 2.776)."""
