@@ -108,3 +108,16 @@ def test_numpy_loads_only_when_a_bootstrap_is_asked_for():
             "bootstrap.ratio_of_medians_ci(s, s); print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("pairs_count", [3, 4 * bootstrap.RATIO_BLOCK * 2])
+def test_what_runs_meanwhile_runs_once_and_leaves_the_intervals_as_they_were(pairs_count):
+    """Few pairs are bootstrapped here, many by forked workers (where this machine may fork): either
+    way the caller's work runs once, and the intervals are those of a call without it."""
+    generator = random.Random(5)
+    baseline = tuple(generator.lognormvariate(0, 0.1) for _ in range(25))
+    pairs = [(tuple(generator.lognormvariate(1, 0.2) for _ in range(20)), baseline) for _ in range(pairs_count)]
+    calls = []
+    with_work = bootstrap.ratios_of_medians_ci(pairs, meanwhile=lambda: calls.append(1))
+    assert calls == [1]
+    assert with_work == bootstrap.ratios_of_medians_ci(pairs)

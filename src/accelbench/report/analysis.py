@@ -70,13 +70,17 @@ def analyse(measurements: list[Measurement], devices: dict[str, Device] | None =
     # `accelbench peak`'s figures are no CPU baseline: its search chose their order, no grid did
     valid = [m for m in measurements if m.valid and m.spec.param(PEAK_PARAM) is None]
     cpu_all, cpu_one = cpu_baselines(valid)
-    speedups = Speedups(paired).by_candidate(measurements)
     prelim = []
-    for m in measurements:
-        summary = stats.summarize(m.samples_s)
-        rate, unit = rate_of(m, summary.median_s) if m.valid else (None, rate_of(m, 1.0)[1])
-        prelim.append((m, summary, rate, unit, peak_metric(m, unit, devices.get(m.spec.device))))
-    best = _best_rates(prelim, devices)
+    best: dict[tuple[str, str, int | None], float] = {}
+
+    def summarised() -> None:  # needs no speed-up: done while workers bootstrap them
+        for m in measurements:
+            summary = stats.summarize(m.samples_s)
+            rate, unit = rate_of(m, summary.median_s) if m.valid else (None, rate_of(m, 1.0)[1])
+            prelim.append((m, summary, rate, unit, peak_metric(m, unit, devices.get(m.spec.device))))
+        best.update(_best_rates(prelim, devices))
+
+    speedups = Speedups(paired).by_candidate(measurements, summarised)
     rows = []
     for m, summary, rate, unit, metric in prelim:
         device = devices.get(m.spec.device)

@@ -33,7 +33,7 @@ def write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[s
 
 def _write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[str | Path]) -> ReportFiles:
     from accelbench.report.drawing import draw_all
-    from accelbench.report.html import render_page, results_html
+    from accelbench.report.html import render_page, results_html, run_headline_html
     from accelbench.safe_write import check_target, write_bytes, write_text
 
     out = Path(output_dir)
@@ -42,14 +42,16 @@ def _write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[
     check_target(files.html_path, inputs)  # a planted link or the database: refused before drawing
     found: list[list[Finding]] = []
     tables: list[str] = []
+    headlines: list[str] = []
 
     def meanwhile() -> None:  # what needs no figure, while workers draw them
         found.extend(run_findings(run) for run in runs)
         tables.extend(results_html(run.rows) for run in runs)
+        headlines.extend(run_headline_html(run) for run in runs)
 
     drawn = draw_all(runs, meanwhile=meanwhile)
     sections = []
-    for run, figures, run_found, table in zip(runs, drawn, found, tables):
+    for run, figures, run_found, table, headline in zip(runs, drawn, found, tables, headlines):
         names = {}
         for figure in figures:
             if figure.png is None:  # not figure.present; no note: a workload not measured, left out
@@ -61,7 +63,7 @@ def _write_report(runs: list[RunData], output_dir: str | Path, inputs: Sequence[
             write_bytes(out / name, figure.png, inputs)
             files.png_paths.append(out / name)
             names[figure.name] = name
-        sections.append((run, figures, run_found, names, table))
+        sections.append((run, figures, run_found, names, table, headline))
     write_text(files.html_path, render_page(sections), inputs)
     return files
 

@@ -278,9 +278,16 @@ def machine_html(run: RunData) -> str:
 
 # -- the page ----------------------------------------------------------------------------------
 
+def run_headline_html(run: RunData) -> str:
+    """The run's answer, as the page shows it (needs no figure)."""
+    return headline_html(headline_for_run(run.rows, run.devices, run.machine, run.info.selection.get("rigor")),
+                         run.run_id, unreached_html(run))
+
+
 def run_section(run: RunData, figures: list[FigureResult], found: list[Finding], files: dict[str, str],
-                results: str | None = None) -> str:
-    """`results`: results_html(run.rows), where already rendered (while the figures were drawn)."""
+                results: str | None = None, headline: str | None = None) -> str:
+    """`results`, `headline`: results_html(run.rows) and run_headline_html(run), where already
+    rendered (while the figures were drawn)."""
     roof = next((f for f in figures if f.name == "roofline"), None)
     interrupted = (f'<p class="missing">This run is {esc(run.info.status)}: some combinations may be missing.</p>'
                    if run.info.status != "complete" else "")
@@ -288,8 +295,7 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
             f'<p class="meta">{esc(run.machine.get("hostname", ""))} · started {esc(run.info.started_at[:19])} UTC · '
             f"{len(run.measurements)} results, {len(run.skips)} skipped · rigor "
             f'{esc(run.info.selection.get("rigor", "—"))}</p>{interrupted}'
-            + headline_html(headline_for_run(run.rows, run.devices, run.machine, run.info.selection.get("rigor")),
-                            run.run_id, unreached_html(run))
+            + (run_headline_html(run) if headline is None else headline)
             + f"<h3>Findings</h3>{findings_html(found)}" + reference_html(run)
             + "".join(figure_html(f, files.get(f.name), run.run_id) for f in figures)
             + "<h2>Results</h2>" + (results_html(run.rows) if results is None else results) + roofline_table_html(roof)
@@ -299,7 +305,7 @@ def run_section(run: RunData, figures: list[FigureResult], found: list[Finding],
 
 
 def render_page(sections: list[tuple[Any, ...]], generated_at: datetime | None = None) -> str:
-    """Each section: run_section's arguments (run, figures, findings, files[, results table])."""
+    """Each section: run_section's arguments (run, figures, findings, files[, results table, headline])."""
     generated_at = generated_at or datetime.now(timezone.utc)
     ids = ", ".join(run.run_id for run, *_ in sections)
     body = "".join(run_section(*section) for section in sections)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 OUTSIDE_FRAME = "outside-frame"
 GAP_PX = 2.0        # between a label and what it keeps clear of, and to the frame
 STEPS_UP, STEPS_DOWN = 24, 10  # how far a label may move up and down, in half text heights
+CANDIDATE_CHUNK = 64  # places tested together, cheapest first
 MAX_SIDE_STEPS = 80  # sideways: up to its own width (a label past the frame's edge comes back in)
 SIDE_COST = 3.0     # a step sideways costs this many steps up: a label stays over its point
 DOWN_COST = 1.3     # and below costs a little more than above
@@ -177,16 +178,25 @@ def _free_offset(box: np.ndarray, frame: np.ndarray, taken: np.ndarray) -> tuple
     # only obstacles within reach of some candidate place can block one (a roofline has thousands)
     padded = padded[(padded[:, 2] > moved[:, 0].min()) & (padded[:, 0] < moved[:, 2].max())
                     & (padded[:, 3] > moved[:, 1].min()) & (padded[:, 1] < moved[:, 3].max())]
-    clear = ~((np.minimum(moved[:, None, 2], padded[None, :, 2]) > np.maximum(moved[:, None, 0], padded[None, :, 0]))
-              & (np.minimum(moved[:, None, 3], padded[None, :, 3]) > np.maximum(moved[:, None, 1], padded[None, :, 1]))
-              ).any(axis=1)
     within_sides = (moved[:, 0] >= frame[0] + GAP_PX) & (moved[:, 2] <= frame[2] - GAP_PX) & (
         moved[:, 1] >= frame[1] + GAP_PX)
     inside = within_sides & (moved[:, 3] <= frame[3] - GAP_PX)
-    for ok, lacking in ((clear & inside, None), (clear & within_sides, True)):
-        if ok.any():
-            i = int(np.argmax(ok))
-            return float(dx[i]), float(dy[i]), (float(moved[i, 3] - frame[3] + GAP_PX) if lacking else 0.0)
+    fallback = None  # the cheapest clear place above the frame's top
+    # in order of cost, a chunk at a time: the cheapest places are usually free, and each is tested
+    # against every obstacle within reach (a roofline has thousands)
+    for first in range(0, len(moved), CANDIDATE_CHUNK):
+        chunk = moved[first:first + CANDIDATE_CHUNK]
+        clear = ~((np.minimum(chunk[:, None, 2], padded[None, :, 2]) > np.maximum(chunk[:, None, 0], padded[None, :, 0]))
+                  & (np.minimum(chunk[:, None, 3], padded[None, :, 3]) > np.maximum(chunk[:, None, 1], padded[None, :, 1]))
+                  ).any(axis=1)
+        places = slice(first, first + len(chunk))
+        if (clear & inside[places]).any():
+            i = first + int(np.argmax(clear & inside[places]))
+            return float(dx[i]), float(dy[i]), 0.0
+        if fallback is None and (clear & within_sides[places]).any():
+            fallback = first + int(np.argmax(clear & within_sides[places]))
+    if fallback is not None:
+        return float(dx[fallback]), float(dy[fallback]), float(moved[fallback, 3] - frame[3] + GAP_PX)
     return 0.0, 0.0, 0.0
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from accelbench.results import Measurement, PairedSamples, uses_claimed_threads
 from accelbench.runner import paired_check
@@ -365,8 +365,10 @@ class Speedups:
     def ratio(self, wanted: Wanted | None) -> SpeedupCI | None:
         return self.ratios([wanted])[0]
 
-    def ratios(self, wanted: Sequence[Wanted | None]) -> list[SpeedupCI | None]:
-        """Each wanted speed-up's ratio; the unpaired ones bootstrapped together (timing.bootstrap.ratios_of_medians_ci)."""
+    def ratios(self, wanted: Sequence[Wanted | None],
+               meanwhile: Callable[[], None] = lambda: None) -> list[SpeedupCI | None]:
+        """Each wanted speed-up's ratio; the unpaired ones bootstrapped together (timing.bootstrap.ratios_of_medians_ci),
+        `meanwhile` run while workers bootstrap."""
         found: list[SpeedupCI | None] = [None] * len(wanted)
         unpaired: list[tuple[int, Wanted, str]] = []
         checked: list[tuple[int, Wanted, PairedSamples]] = []
@@ -381,18 +383,19 @@ class Speedups:
         # every ratio of medians, the unpaired ones shown and the paired ones' independent check
         samples = [(w.baseline.phases_s[w.baseline_phase], w.candidate.phases_s[w.candidate_phase])
                    for _, w, _ in unpaired + checked]
-        medians = bootstrap.ratios_of_medians_ci(samples)
+        medians = bootstrap.ratios_of_medians_ci(samples, meanwhile=meanwhile)
         for (index, w, note), r in zip(unpaired, medians):
             found[index] = with_load_moved(_unpaired(r, note), w)
         for (index, w, paired), r in zip(checked, medians[len(unpaired):]):
             found[index] = checked_paired_ci(w, paired, r)
         return found
 
-    def by_candidate(self, measurements: Iterable[Measurement]) -> dict[int, dict[str, SpeedupCI]]:
-        """id(candidate measurement) -> {kind: its speed-up}."""
+    def by_candidate(self, measurements: Iterable[Measurement],
+                     meanwhile: Callable[[], None] = lambda: None) -> dict[int, dict[str, SpeedupCI]]:
+        """id(candidate measurement) -> {kind: its speed-up}; `meanwhile` runs while they are bootstrapped."""
         found: dict[int, dict[str, SpeedupCI]] = defaultdict(dict)
         wanted = wanted_speedups(measurements)
-        for w, ratio in zip(wanted, self.ratios(wanted)):
+        for w, ratio in zip(wanted, self.ratios(wanted, meanwhile)):
             if ratio is not None:
                 # a float32 row is the candidate of every other dtype: its own row shows none
                 target = w.baseline if w.kind == VS_FLOAT32 else w.candidate

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from functools import lru_cache, partial
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from accelbench.timing.stats import CONFIDENCE, RatioCI, sorted_copy, quantile_presorted
 
@@ -31,19 +31,21 @@ RATIO_BLOCK = 256  # pairs bootstrapped together: 256 x 4000 ratios, 8 MB
 
 def ratios_of_medians_ci(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *,
                          confidence: float = CONFIDENCE, resamples: int = 4000,
-                         seed: int = 0) -> list[RatioCI]:
+                         seed: int = 0, meanwhile: Callable[[], None] = lambda: None) -> list[RatioCI]:
     """`ratio_of_medians_ci` of each (numerator, denominator) pair, the same intervals, in blocks:
     a report asks for tens of thousands, mostly sharing a baseline, so each sample set is sorted
     and bootstrapped once, and the ratios are sorted a block of pairs at a time. Many blocks are
-    shared out over the usable cores (accelbench.forked)."""
+    shared out over the usable cores (accelbench.forked); `meanwhile` runs here while they work."""
     from accelbench import forked
 
     parts = forked.worker_count(len(pairs) // (4 * RATIO_BLOCK))
     if not parts:
-        return _ratios_of_medians_ci(pairs, confidence, resamples, seed)
+        done = _ratios_of_medians_ci(pairs, confidence, resamples, seed)
+        meanwhile()
+        return done
     bounds = [round(i * len(pairs) / parts) for i in range(parts + 1)]
     found = forked.forked_map(partial(_ratios_of_medians_ci, confidence=confidence, resamples=resamples, seed=seed),
-                              [pairs[a:b] for a, b in zip(bounds, bounds[1:])])
+                              [pairs[a:b] for a, b in zip(bounds, bounds[1:])], meanwhile)
     return [ratio for part in found for ratio in part]
 
 
