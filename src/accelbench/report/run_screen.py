@@ -61,7 +61,9 @@ def left_out_line(skips: list) -> str:
     parts = []
     if cannot:
         common = "; ".join(f"{reason} ({count})" for reason, count in cannot.most_common(2))
-        more = f"; {len(cannot) - 2} more reasons" if len(cannot) > 2 else ""
+        rest = cannot.most_common()[2:]
+        others = "another reason" if len(rest) == 1 else f"{len(rest)} other reasons"
+        more = f"; {sum(count for _, count in rest)} for {others}" if rest else ""
         parts.append(f"Left out {sum(cannot.values())} that cannot run here: {common}{more}.")
     if failed:
         parts.append(f"{len(failed)} failed: {failed[0].spec.label()}: {failed[0].reason.splitlines()[0]}"
