@@ -13,7 +13,8 @@ from accelbench.report.advice import findings
 from accelbench.report.analysis import analyse
 from accelbench.report.headline import headline_for_run
 from accelbench.report.run_screen import render_run
-from accelbench.runner.speedups import collapsed_baselines, cpu_baselines, wanted_speedups
+from accelbench.runner.cpu_baseline import collapsed_baselines
+from accelbench.runner.speedups import cpu_baselines, wanted_speedups
 from accelbench.terminal import console
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from accelbench.report.findings import INFO, IQR_UNSTABLE, WARNING, Finding
 from accelbench.report.data import series_label
 from accelbench.report.analysis import Row
-from accelbench.runner.speedups import collapse_cause, collapsed_baselines, worst_collapse
+from accelbench.runner.cpu_baseline import collapse_cause, collapsed_baselines, worst_collapse
 from accelbench.timing import stats
 from accelbench.units import format_seconds
 from accelbench.verdict import DRIFT, UNSTABLE, Caveat
@@ -152,7 +152,7 @@ def _what_helps(rigor: str | None, numbers: dict[str, Any]) -> str:
 
 
 def cpu_scaling(rows: list[Row]) -> list[Finding]:
-    """The CPU on all cores slower than on one thread (runner/speedups.py collapsed_baselines, the one
+    """The CPU on all cores slower than on one thread (runner/cpu_baseline.py collapsed_baselines, the one
     derivation the baselines and the answer's caveat read too): the cores were busy elsewhere, or the
     work too small to share. Such a result is no baseline; said as a fact about the machine."""
     found = collapsed_baselines([r.measurement for r in rows])

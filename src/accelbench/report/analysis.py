@@ -13,8 +13,9 @@ from typing import Iterable
 from accelbench.devices.model import Device
 from accelbench.results import Measurement
 from accelbench.runner.peak_results import PEAK_PARAM
+from accelbench.runner.cpu_baseline import baseline_key
 from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32, PairedSamples,
-                                        SpeedupCI, Speedups, baseline_key, cpu_baselines)
+                                        SpeedupCI, Speedups, cpu_baselines)
 from accelbench.store.ceilings import best_ceilings, ceiling_metric
 from accelbench.timing import stats
 

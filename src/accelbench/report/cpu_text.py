@@ -7,7 +7,7 @@ from typing import Iterable, Mapping
 from accelbench.report.analysis import Row
 from accelbench.results import cores_used
 from accelbench.runner import answer_scope
-from accelbench.runner.speedups import baseline_key
+from accelbench.runner.cpu_baseline import baseline_key
 from accelbench.units import format_si
 from accelbench.vocabulary import Role
 
@@ -36,7 +36,7 @@ def cpu_sentence(rows: Iterable[Row], compared: Mapping[str, tuple] | None = Non
                  compared_one: Mapping[str, tuple] | None = None) -> str | None:
     """'The CPU side (all cores): matmul float32 n=1,000 on numpy, 2 threads: 202 GFLOP/s, 100% of …;
     stream triad float64 n=8,388,608 on numpy, 2 threads, blocked: 38.5 GB/s, …': the baselines of the
-    very work the answer compares (`compared`: role -> the problem, speedups.baseline_key), else of
+    very work the answer compares (`compared`: role -> the problem, cpu_baseline.baseline_key), else of
     what runner/answer_scope.py would state among the baselines (the same workload, dtype and size).
     Where all cores are no baseline (they ran slower than one thread), the one-thread baseline of the
     work compared against one core (`compared_one`) is."""

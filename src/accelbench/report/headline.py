@@ -25,9 +25,9 @@ from accelbench.report.reason_kinds import reason_kind
 from accelbench.results import Measurement
 from accelbench.runner import answer_scope
 from accelbench.runner.load_bias import short_reason
-from accelbench.runner.speedups import SpeedupCI, baseline_key, collapse_cause, collapsed_baselines, framework_is_cpu_baseline, worst_collapse
-from accelbench.vocabulary import is_cpu_baseline
-from accelbench.vocabulary import Role
+from accelbench.runner import cpu_baseline as baselines
+from accelbench.runner.speedups import SpeedupCI
+from accelbench.vocabulary import Role, is_cpu_baseline
 
 DTYPE_PREFERENCE = answer_scope.DTYPE_PREFERENCE
 VERDICT_ORDER = ("valid", "noisy", "unverified", "invalid")
@@ -42,7 +42,7 @@ class WorkComparison:
     what: str                       # "matmul float32 n=1,000"
     vs_all_cores: SpeedupCI | None
     vs_one_core: SpeedupCI | None
-    problem: tuple = ()             # the work compared (speedups.baseline_key): the CPU side states its baseline
+    problem: tuple = ()             # the work compared (cpu_baseline.baseline_key): the CPU side states its baseline
 
     def to_dict(self) -> dict[str, Any]:
         from accelbench.report.derived import speedup_dict
@@ -208,17 +208,17 @@ def collapsed_text(rows: list[Row]) -> str:
 
     from accelbench.timing import stats
 
-    found = collapsed_baselines([r.measurement for r in rows])
+    found = baselines.collapsed_baselines([r.measurement for r in rows])
     if not found:
         return ""
-    worst, one, _ = worst_collapse(found)
+    worst, one, _ = baselines.worst_collapse(found)
     size = size_of(worst.spec)
     what = " ".join(str(p) for p in (worst.spec.workload, worst.spec.param("kernel"), worst.spec.param("dtype"),
                                      f"n={size:,.0f}" if size is not None else None) if p)
     many = f"{len(found)} cases, worst " if len(found) > 1 else ""
     return (f"The CPU ran slower on all cores than on one thread ({many}{what}: {worst.spec.backend}, "
             f"{worst.threads} threads {format_seconds(stats.median(worst.samples_s))} against one "
-            f"{format_seconds(stats.median(one.samples_s))}): {collapse_cause(worst)}. No baseline there.")
+            f"{format_seconds(stats.median(one.samples_s))}): {baselines.collapse_cause(worst)}. No baseline there.")
 
 
 def _threads(row: Row) -> int:
@@ -252,7 +252,7 @@ def _comparisons(items: list[Row]) -> list[WorkComparison]:
     """What the answer states for one series (runner/answer_scope.py `stated`: the paired rounds read it too)."""
     compared = [r for r in items if r.measurement.valid and (r.speedup_all or r.speedup_one)]
     by_id = {id(r.measurement): r for r in compared}
-    framework = {r.spec.workload for r in compared if framework_is_cpu_baseline(r.spec.workload)}
+    framework = {r.spec.workload for r in compared if baselines.framework_is_cpu_baseline(r.spec.workload)}
     return [_comparison(kind, by_id[id(m)]) for kind, m in answer_scope.stated([r.measurement for r in compared],
                                                                                 framework)]
 
@@ -279,7 +279,7 @@ def _comparison(kind: str, row: Row) -> WorkComparison:
     what = " ".join(str(p) for p in (spec.workload, kernel, spec.param("dtype")) if p)
     if size is not None:
         what += f" n={size:,.0f}"
-    return WorkComparison(kind, what, row.speedup_all, row.speedup_one, baseline_key(row.measurement))
+    return WorkComparison(kind, what, row.speedup_all, row.speedup_one, baselines.baseline_key(row.measurement))
 
 
 def ratio_words(ratio: SpeedupCI, whom: str = "") -> str:

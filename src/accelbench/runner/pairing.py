@@ -41,8 +41,8 @@ from accelbench.runner.sinks import SpeedupSink
 from accelbench.runner.pairing_parts import group_params, instance_key, parts
 from accelbench.runner import answer_scope
 from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, CROSS_TALK, END_TO_END, MIN_PAIRS, REPAIRED,
-                                        Speedups, Wanted, framework_is_cpu_baseline, scattered_rounds,
-                                        wanted_speedups)
+                                        Speedups, Wanted, scattered_rounds, wanted_speedups)
+from accelbench.runner.cpu_baseline import framework_is_cpu_baseline
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
