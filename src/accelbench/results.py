@@ -92,6 +92,9 @@ class Check:
     tolerance: float
     detail: str = ""
     device_seen: str | None = None  # where the output actually lived
+    # the conditions that failed, by name ("device", "price"): what code judging further reads, never
+    # the detail's words; held in the process only (not stored, not compared)
+    failed_conditions: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "max_rel_error": self.max_rel_error, "tolerance": self.tolerance,
@@ -249,6 +252,7 @@ class PairedSamples:
     baseline_s: tuple[float, ...] = ()
     candidate_s: tuple[float, ...] = ()
     note: str = ""
+    note_kind: str = ""    # what the note reports, as a value (runner/speedups.py CROSS_TALK_KIND, REPAIRED_KIND); "" none
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -306,7 +306,7 @@ def python_arguments() -> Iterator[None]:
         text = str(exc)
         for flag, argument in _PYTHON_NAMES:
             text = text.replace(flag, argument)
-        raise UsageError(text) from None
+        raise UsageError(text, refused_devices=exc.refused_devices) from None
 
 
 def check_arguments(*, rigor: Rigor | str, timeout, threads, sizes=None) -> tuple[int, ...] | None:

@@ -89,3 +89,52 @@ def test_amd_replay_each_fault_fails_with_its_cause():
     assert found["rocm:2.pcie_link"].status == FAIL and "x8 of x16" in found["rocm:2.pcie_link"].summary
     assert found["rocm:3.retired_memory"].status == FAIL and "pending" in found["rocm:3.retired_memory"].summary
     assert found["rocm:3.throttle"].status == FAIL
+
+
+class UnsupportedRetired(nvml_health.RecordedHealthNvml):
+    """A GPU whose driver offers neither remapped rows nor retired pages (NVML: not supported)."""
+
+    def retired_pages(self, index):
+        from accelbench.devices.nvml_adapter import NvmlError
+        raise NvmlError("not_supported")
+
+    def remapped_rows(self, index):
+        from accelbench.devices.nvml_adapter import NvmlError
+        raise NvmlError("not_supported")
+
+
+class HangingAmd(amd_health.RecordedAmdHealth):
+    def ecc_count(self, index):
+        time.sleep(3600)
+
+
+def _reworded(monkeypatch) -> None:
+    """Every reason a device call gave no answer reads backwards: a decision read from the words changes."""
+    from accelbench.health import model
+
+    made = model.Unanswered.__new__
+    monkeypatch.setattr(model.Unanswered, "__new__",
+                        staticmethod(lambda cls, text, kind: made(cls, str(text)[::-1], kind)))
+
+
+def test_reworded_reasons_decide_the_same_a_hang_stops_the_checks_and_unsupported_is_a_skip(monkeypatch):
+    """Issue 43: the checks read the kind of a non-answer (hung, not offered), never its text."""
+    _reworded(monkeypatch)
+    monkeypatch.setattr(nvml_health, "CALL_LIMIT_S", 0.5)
+    monkeypatch.setattr(amd_health, "CALL_LIMIT_S", 0.5)
+    monkeypatch.setattr(gpu_checks, "load_findings", lambda *a: [])
+    recording = json.loads((DATA / "nvml" / "h200_health.json").read_text())
+    recording["devices"] = recording["devices"][:1]
+    devices = nvidia.probe(RecordedNvml(recording), environ={})
+    hung = _by_check(gpu_checks.nvidia_findings(devices, "quick", HangingNvml(recording)))
+    assert hung["cuda:0.ecc"].status == FAIL and "did not answer" not in hung["cuda:0.ecc"].summary  # reworded
+    assert all(f.status == FAIL for f in hung.values() if f.check != "cuda:0.pcie_link")
+    unsupported = _by_check(gpu_checks.nvidia_findings(devices, "quick", UnsupportedRetired(recording)))
+    assert unsupported["cuda:0.retired_memory"].status == nvml_health.SKIP  # not offered: no fault
+    assert unsupported["cuda:0.ecc"].status == PASS
+    amd_recording = json.loads((DATA / "amd" / "mi250x_health.json").read_text())
+    amd_devices = amd.probe(amd.RecordedAmdsmi(amd_recording), environ={})[:1]
+    start_s = time.monotonic()
+    found = amd_health.amd_findings(amd_devices, HangingAmd(amd_recording))
+    assert time.monotonic() - start_s < 3
+    assert [f.check for f in found] == ["rocm:0.ecc"] and found[0].status == FAIL  # the rest not asked

@@ -20,7 +20,7 @@ from accelbench.report.ratio_text import oriented, phrase
 from accelbench.results import Check, Measurement, PairedSamples, Spec, Work
 from accelbench.timing import stats
 from accelbench.runner import pairing, paired_check
-from accelbench.runner.speedups import CONTAMINATED, CPU_ALL_CORES, CROSS_TALK, Speedups, wanted_speedups
+from accelbench.runner.speedups import CONTAMINATED, CPU_ALL_CORES, CROSS_TALK, CROSS_TALK_KIND, Speedups, wanted_speedups
 from accelbench.timing import quiesce
 from accelbench.timing.stats import RatioCI
 from accelbench import verdict
@@ -39,12 +39,13 @@ def _draw(rng: random.Random, centre_s: float, spread: float, count: int) -> lis
     return [centre_s * rng.lognormvariate(0.0, spread) for _ in range(count)]
 
 
-def _speedup(baseline_own, candidate_own, baseline_rounds, candidate_rounds, note="", verdicts=("valid", "valid")):
+def _speedup(baseline_own, candidate_own, baseline_rounds, candidate_rounds, note="", verdicts=("valid", "valid"),
+             note_kind=""):
     baseline = _measurement("numpy", baseline_own, threads=2, verdict=verdicts[0])
     candidate = _measurement("torch", candidate_own, verdict=verdicts[1])
     (wanted,) = [w for w in wanted_speedups([baseline, candidate]) if w.kind == CPU_ALL_CORES]
     stored = PairedSamples(CPU_ALL_CORES, baseline.spec, "compute", candidate.spec, "compute",
-                           tuple(baseline_rounds), tuple(candidate_rounds), note=note)
+                           tuple(baseline_rounds), tuple(candidate_rounds), note=note, note_kind=note_kind)
     return Speedups([stored]).ratio(wanted)
 
 
@@ -162,7 +163,8 @@ def test_the_issues_figures_are_contaminated_with_the_sides_named():
 
 def test_cross_talk_seen_while_pairing_makes_the_speed_up_contaminated():
     own = [0.01] * 12
-    ratio = _speedup(own, own, [0.01] * 8, [0.01] * 8, note=f"{CROSS_TALK} torch@cuda:0: 3 of its blocks ...")
+    ratio = _speedup(own, own, [0.01] * 8, [0.01] * 8, note=f"{CROSS_TALK} torch@cuda:0: 3 of its blocks ...",
+                     note_kind=CROSS_TALK_KIND)
     assert ratio.verdict() == CONTAMINATED and ratio.contaminated.startswith(CROSS_TALK)
     clean = _speedup(own, own, [0.01] * 8, [0.01] * 8)
     assert clean.verdict() != CONTAMINATED

@@ -90,3 +90,48 @@ def test_a_fresh_database_and_an_upgraded_one_have_the_same_layout(tmp_path):
         return found
     assert layout(tmp_path / "old.sqlite") == layout(tmp_path / "new.sqlite")
     assert "speedups" in layout(tmp_path / "new.sqlite")
+
+
+def test_a_v6_database_keeps_what_its_paired_notes_reported_as_a_kind(tmp_path):
+    """v7 (issue 43): a note's kind is a column; notes stored before say it by their opening words,
+    read once by the upgrade, and the ratio decides from the kind."""
+    from accelbench.runner.speedups import CROSS_TALK_KIND, REPAIRED_KIND
+
+    path = tmp_path / "v6.sqlite"
+    _v3_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    for version in (4, 5, 6):
+        for statement in schema.MIGRATIONS[version]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (?, '2025-01-01T00:00:00+00:00')", (version,))
+    ids = [row[0] for row in conn.execute("SELECT id FROM results ORDER BY id")]
+    for note in ("cross-talk: numpy@cpu: 3 of its blocks ran beside our threads", "paired twice: the first rounds "
+                 "were contaminated", "", "not paired: too long"):
+        conn.execute("INSERT INTO speedups (run_id, kind, baseline_result, baseline_phase, candidate_result, "
+                     "candidate_phase, baseline_s_json, candidate_s_json, note) VALUES (?, ?, ?, 'compute', ?, "
+                     "'compute', ?, ?, ?)", (RUN, CPU_ALL_CORES, ids[1], ids[0], "[0.02,0.02,0.02,0.02,0.02,0.02]",
+                                             "[0.01,0.01,0.01,0.01,0.01,0.01]", note))
+    conn.close()
+    with Store(path) as store:
+        assert store.migrated_from == 6
+        kinds = [p.note_kind for p in store.speedups(RUN)]
+    assert kinds == [CROSS_TALK_KIND, REPAIRED_KIND, "", ""]
+
+
+def test_a_reworded_note_decides_the_same_and_words_alone_decide_nothing():
+    """The ratio reads the note's kind: the same kind in other words is still cross-talk, and a note
+    that only reads like cross-talk is not."""
+    from accelbench.runner.speedups import CROSS_TALK, CROSS_TALK_KIND, Speedups, wanted_speedups
+
+    fast, slow = _m(2, 0.010), _m(1, 0.020)
+    (wanted,) = [w for w in wanted_speedups([fast, slow]) if w.kind == CPU_ALL_CORES]
+    rounds = dict(baseline_s=wanted.baseline.phases_s["compute"][:8], candidate_s=wanted.candidate.phases_s["compute"][:8])
+
+    def paired(note, kind):
+        return PairedSamples(CPU_ALL_CORES, wanted.baseline.spec, wanted.baseline_phase, wanted.candidate.spec,
+                             wanted.candidate_phase, **rounds, note=note, note_kind=kind)
+
+    reworded = Speedups([paired("our own busy threads ran beside 3 of its blocks", CROSS_TALK_KIND)]).ratio(wanted)
+    assert reworded.contaminated == "our own busy threads ran beside 3 of its blocks"
+    lookalike = Speedups([paired(f"{CROSS_TALK} but no kind", "")]).ratio(wanted)
+    assert not lookalike.contaminated

@@ -82,7 +82,8 @@ class CupyBackend(LazyFramework, ArrayNamespaceOps):
 
     def _index(self, device: str) -> int:
         if device not in self.device_ids():
-            raise UsageError(f"cupy cannot reach {device!r}; reachable here: {', '.join(self.device_ids()) or 'none'}")
+            raise UsageError(f"cupy cannot reach {device!r}; reachable here: {', '.join(self.device_ids()) or 'none'}",
+                             refused_devices=(device,))
         return int(device.partition(":")[2])
 
     def dtypes(self, device: str) -> tuple[str, ...]:

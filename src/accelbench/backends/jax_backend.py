@@ -145,7 +145,8 @@ class JaxBackend(LazyFramework, Backend):
     def _device(self, device: str) -> Any:
         found = self._discover()
         if device not in found:
-            raise UsageError(f"jax cannot reach {device!r}; reachable here: {', '.join(found) or 'none'}")
+            raise UsageError(f"jax cannot reach {device!r}; reachable here: {', '.join(found) or 'none'}",
+                             refused_devices=(device,))
         return found[device]
 
     def x64_enabled(self) -> bool:

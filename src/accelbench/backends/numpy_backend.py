@@ -38,7 +38,7 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 
 def _check_device(device: str) -> None:
     if device != DEVICE:
-        raise UsageError(f"numpy runs only on {DEVICE!r}, not {device!r}")
+        raise UsageError(f"numpy runs only on {DEVICE!r}, not {device!r}", refused_devices=(device,))
 
 
 def _check_dtype(dtype: str) -> np.dtype:

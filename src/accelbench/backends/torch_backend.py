@@ -187,7 +187,8 @@ class TorchBackend(LazyFramework, ArrayNamespaceOps):
     def _device(self, device: str) -> Any:
         found = self._discover()
         if device not in found:
-            raise UsageError(f"torch cannot reach {device!r}; reachable here: {', '.join(found) or 'none'}")
+            raise UsageError(f"torch cannot reach {device!r}; reachable here: {', '.join(found) or 'none'}",
+                             refused_devices=(device,))
         return found[device]
 
     def is_asynchronous(self, device: str) -> bool:

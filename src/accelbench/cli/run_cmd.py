@@ -109,7 +109,7 @@ def _run(args) -> int:
                           host_memory_bytes=host_memory_bytes(), known_devices={d.id for d in inventory.devices},
                           repeated=repeated_host_cpus(inventory.devices))
     except UsageError as error:  # `--device cuda:0` with a CPU-only torch: say why, not only "no"
-        raise UsageError(_why_unreachable(str(error), backends, args.db)) from error
+        raise UsageError(_why_unreachable(error, backends, args.db), refused_devices=error.refused_devices) from error
     if not plan.items:
         print("accelbench run: nothing to run: no available backend reaches the devices asked for "
               "(`accelbench list` shows what is available)", file=sys.stderr)
@@ -220,12 +220,12 @@ def _unreached(backends: dict, db: str | None):
     return inventory, unreached_devices(inventory.devices, backends)
 
 
-def _why_unreachable(message: str, backends: dict, db: str | None) -> str:
-    """A refused device id, with the reason and the fix where the inventory has that device."""
-    if "device" not in message:
-        return message
-    groups = [g for g in _unreached(backends, db)[1] if any(f"'{i}'" in message for i in g.device_ids)]
-    return "; ".join([message, *(g.text for g in groups)])
+def _why_unreachable(error: UsageError, backends: dict, db: str | None) -> str:
+    """The error's message, with the reason and the fix for each device it refuses that the inventory has."""
+    if not error.refused_devices:
+        return str(error)
+    groups = [g for g in _unreached(backends, db)[1] if set(g.device_ids) & set(error.refused_devices)]
+    return "; ".join([str(error), *(g.text for g in groups)])
 
 
 def _print_unreached(unreached: list) -> None:

@@ -78,7 +78,7 @@ class JobState:
         details = []
         if self.exit_code and self.exit_code != "0:0":
             details.append(f"exit {self.exit_code}")
-        if self.reason and self.reason not in ("None", "(null)"):
+        if self.reason:  # Slurm's "None" and "(null)" are read as no reason where its output is parsed
             details.append(self.reason)
         told = f"from {self.source}"
         return f"{self.state} ({', '.join(details)}; {told})" if details else f"{self.state} ({told})"
@@ -90,7 +90,7 @@ class JobState:
     @classmethod
     def from_dict(cls, job_id: str, data: dict) -> "JobState":
         return cls(job_id=job_id, state=normalize_state(str(data.get("state", UNKNOWN))),
-                   source=str(data.get("source", "manifest")), reason=str(data.get("reason", "")),
+                   source=str(data.get("source", "manifest")), reason=_null(str(data.get("reason", ""))),
                    exit_code=str(data.get("exit_code", "")), node=str(data.get("node", "")),
                    partition=str(data.get("partition", "")))
 
@@ -109,7 +109,7 @@ def parse_squeue(text: str) -> dict[str, JobState]:
             continue
         job_id, state = parts[0], normalize_state(parts[1])
         node, partition, reason = (parts + ["", "", ""])[2:5]
-        found[job_id] = JobState(job_id, state, "squeue", reason=reason.strip(), node=node.strip(),
+        found[job_id] = JobState(job_id, state, "squeue", reason=_null(reason.strip()), node=node.strip(),
                                  partition=partition.strip())
     return found
 
@@ -144,7 +144,7 @@ def parse_scontrol(text: str) -> dict[str, JobState]:
             continue
         found[job_id] = JobState(
             job_id, normalize_state(fields["JobState"]), "scontrol",
-            reason=fields.get("Reason", ""), exit_code=fields.get("ExitCode", ""),
+            reason=_null(fields.get("Reason", "")), exit_code=fields.get("ExitCode", ""),
             node=_null(fields.get("NodeList", "")), partition=_null(fields.get("Partition", "")))
     return found
 

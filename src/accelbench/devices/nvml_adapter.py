@@ -25,6 +25,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 
+# the NVML error codes that say a device or driver does not offer a value (no fault)
+NOT_OFFERED = ("not_supported", "function_not_found")
+
+
 class NvmlError(Exception):
     """An NVML call failed; `code` is NVML's error name in lower case ("not_supported")."""
 

@@ -12,7 +12,8 @@ from typing import Any
 from accelbench.devices.amd import AmdsmiAdapter, AmdsmiError, RecordedAmdsmi
 from accelbench.health import nvml_health as nh
 from accelbench.health.bounded import call_within
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
+from accelbench.health.model import (CALL_FAILED, CONFIG, FAIL, HUNG, PASS, SKIP, UNSUPPORTED, WARN, HealthFinding,
+                                     Unanswered, finding)
 
 CALL_LIMIT_S = 5.0
 SPEED_TO_GEN = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}   # MT/s per lane
@@ -54,19 +55,22 @@ def load() -> AmdHealthAdapter:
 
 
 def _ask(adapter, name: str, index: int) -> tuple[Any, str]:
+    """(value, "") or (None, why not: an Unanswered)."""
     outcome = call_within(lambda: getattr(adapter, name)(index), CALL_LIMIT_S)
     if outcome.timed_out:
-        return None, f"amdsmi {name} did not answer within {CALL_LIMIT_S:.0f} s: the GPU or its driver hangs"
+        return None, Unanswered(f"amdsmi {name} did not answer within {CALL_LIMIT_S:.0f} s: the GPU or its driver "
+                                "hangs", HUNG)
     if isinstance(outcome.error, AmdsmiError):
-        return None, f"amdsmi {name}: {outcome.error.message} ({outcome.error.code})"
+        kind = UNSUPPORTED if outcome.error.code == "not_supported" else CALL_FAILED
+        return None, Unanswered(f"amdsmi {name}: {outcome.error.message} ({outcome.error.code})", kind)
     if outcome.error is not None:
-        return None, f"amdsmi {name}: {type(outcome.error).__name__}: {outcome.error}"
+        return None, Unanswered(f"amdsmi {name}: {type(outcome.error).__name__}: {outcome.error}", CALL_FAILED)
     return outcome.value, ""
 
 
 def _unanswered(dev: str, check: str, why: str) -> HealthFinding:
-    status = SKIP if "not_supported" in why else FAIL
-    return finding(f"{dev}.{check}", dev, status, why, source=CONFIG)
+    kind = getattr(why, "kind", CALL_FAILED)
+    return finding(f"{dev}.{check}", dev, SKIP if kind == UNSUPPORTED else FAIL, why, source=CONFIG, unanswered=kind)
 
 
 def ecc_finding(adapter, index: int, dev: str) -> HealthFinding:
@@ -128,12 +132,13 @@ def amd_findings(devices: list, adapter=None) -> list[HealthFinding]:
                     for d in devices]
     started = call_within(adapter.init, CALL_LIMIT_S)
     if not started.ok:
-        why = "did not answer" if started.timed_out else str(started.error)
-        return [finding(f"{d.id}.amdsmi", d.id, FAIL, f"amdsmi init: {why}", source=CONFIG) for d in devices]
+        why, kind = ("did not answer", HUNG) if started.timed_out else (str(started.error), CALL_FAILED)
+        return [finding(f"{d.id}.amdsmi", d.id, FAIL, f"amdsmi init: {why}", source=CONFIG, unanswered=kind)
+                for d in devices]
     found: list[HealthFinding] = []
     for index, device in enumerate(devices):
         for check in (ecc_finding, bad_pages_finding, pcie_finding, throttle_finding):
             found.append(check(adapter, index, device.id))
-            if "did not answer" in found[-1].summary:
+            if found[-1].unanswered == HUNG:
                 break  # the driver is stuck: the remaining calls would hang too
     return found

@@ -10,7 +10,7 @@ from typing import Any
 from accelbench.health import expected as exp
 from accelbench.health import nvml_health as nh
 from accelbench.health.bounded import run_child
-from accelbench.health.model import CONFIG, FAIL, LINK, PASS, SKIP, HealthFinding, finding, ratio_status
+from accelbench.health.model import CONFIG, FAIL, HUNG, LINK, PASS, SKIP, HealthFinding, finding, ratio_status
 
 # level -> (matmul order, pattern bytes, repeats, seconds the load step may take)
 LOAD = {"quick": (4096, 2**28, 5, 60.0), "standard": (8192, 2**30, 10, 90.0), "long": (8192, 2**33, 50, 300.0)}
@@ -152,5 +152,5 @@ def nvidia_findings(devices: list, level: str, nvml=None) -> list[HealthFinding]
 
 
 def _hung(findings: list[HealthFinding]) -> bool:
-    return any("did not answer" in f.summary for f in findings)
+    return any(f.unanswered == HUNG for f in findings)
 

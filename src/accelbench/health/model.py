@@ -21,6 +21,23 @@ DATASHEET, FORMULA, FLEET, HISTORY, CONFIG, THEORY, LINK = (
     "PCIe link theory")
 
 
+class Unanswered(str):
+    """Why a device call gave no value (the text a person reads), and which kind of no it was
+    (`kind`: UNSUPPORTED, HUNG or CALL_FAILED): what the checks decide on, never the wording."""
+
+    kind: str
+
+    def __new__(cls, text: str, kind: str) -> "Unanswered":
+        made = super().__new__(cls, text)
+        made.kind = kind
+        return made
+
+
+UNSUPPORTED = "unsupported"   # the device or its driver does not offer the value
+HUNG = "hung"                 # the call did not answer in time: the driver is stuck
+CALL_FAILED = "failed"        # any other error
+
+
 @dataclass(frozen=True)
 class HealthFinding:
     """One check of one device: PASS, WARN, FAIL, SKIP or INCONCLUSIVE, and why."""
@@ -36,6 +53,7 @@ class HealthFinding:
     detail: str = ""                # the inputs behind `expected`, the evidence behind the status
     elapsed_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    unanswered: str = ""            # the Unanswered kind behind a check that got no value, else ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

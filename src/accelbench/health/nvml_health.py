@@ -13,9 +13,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from accelbench.devices.nvml_adapter import NvmlError
+from accelbench.devices.nvml_adapter import NOT_OFFERED, NvmlError
 from accelbench.health.bounded import call_within
-from accelbench.health.model import CONFIG, FAIL, PASS, SKIP, WARN, HealthFinding, finding
+from accelbench.health.model import (CALL_FAILED, CONFIG, FAIL, HUNG, PASS, SKIP, UNSUPPORTED, WARN, HealthFinding,
+                                     Unanswered, finding)
 from accelbench.telemetry.nvml import THROTTLE_BITS
 from accelbench.telemetry.nvml_calls import PynvmlTelemetry, RecordedTelemetryNvml
 
@@ -84,23 +85,26 @@ class Asker:
         self.hung: str | None = None
 
     def ask(self, name: str, *args: Any) -> tuple[Any, str]:
-        """(value, "") or (None, why not)."""
+        """(value, "") or (None, why not: an Unanswered)."""
         if self.hung:
-            return None, f"skipped: NVML already hung on {self.hung}"
+            return None, Unanswered(f"skipped: NVML already hung on {self.hung}", HUNG)
         outcome = call_within(lambda: getattr(self.nvml, name)(self.index, *args), self.limit_s)
         if outcome.timed_out:
             self.hung = name
-            return None, f"NVML {name} did not answer within {self.limit_s:.0f} s"
+            return None, Unanswered(f"NVML {name} did not answer within {self.limit_s:.0f} s", HUNG)
         if isinstance(outcome.error, NvmlError):
-            return None, f"NVML {name}: {outcome.error.message} ({outcome.error.code})"
+            kind = UNSUPPORTED if outcome.error.code in NOT_OFFERED else CALL_FAILED
+            return None, Unanswered(f"NVML {name}: {outcome.error.message} ({outcome.error.code})", kind)
         if outcome.error is not None:
-            return None, f"NVML {name}: {type(outcome.error).__name__}: {outcome.error}"
+            return None, Unanswered(f"NVML {name}: {type(outcome.error).__name__}: {outcome.error}", CALL_FAILED)
         return outcome.value, ""
 
     def unanswered(self, check: str, why: str) -> HealthFinding:
-        quiet = "not_supported" in why or "function_not_found" in why
+        kind = getattr(why, "kind", CALL_FAILED)
+        quiet = kind == UNSUPPORTED
         return finding(f"{self.device_id}.{check}", self.device_id, SKIP if quiet and not self.hung else FAIL,
-                       why if quiet else f"{why}: the GPU or its driver does not respond", source=CONFIG)
+                       why if quiet else f"{why}: the GPU or its driver does not respond", source=CONFIG,
+                       unanswered=kind)
 
 
 def ecc_finding(a: Asker, ecc_enabled: bool | None) -> HealthFinding:
@@ -138,7 +142,8 @@ def retired_finding(a: Asker) -> HealthFinding:
             " after uncorrectable errors" if uncorrected else ""), measured=measured, expected=0, source=CONFIG)
     pages, why_pages = a.ask("retired_pages")
     if pages is None:
-        return a.unanswered("retired_memory", why_pages if "not_supported" not in why_pages else why_rows or why_pages)
+        unsupported = getattr(why_pages, "kind", "") == UNSUPPORTED
+        return a.unanswered("retired_memory", why_rows or why_pages if unsupported else why_pages)
     single, double, pending = pages
     measured = {"single_bit": single, "double_bit": double, "pending": pending}
     if pending or single + double >= RETIRED_PAGES_LIMIT:

@@ -115,10 +115,9 @@ def telemetry_over_run(run: RunData) -> FigureResult:
 
 def _running_cpu_clock(run: RunData, found: list[Window]) -> float | None:
     """The CPU's running clock from the run's inventory, where the drawn CPU clock is only the
-    nominal one (no cpufreq: the stored telemetry says so)."""
+    nominal one (no cpufreq: the stored telemetry labels its clock "nominal", telemetry/cpu.py)."""
     nominal = any(w.device == "cpu" and _value(w, CLOCK_METRICS) for w in found) and any(
         "frequency_mhz" in ((m.telemetry or {}).get("devices", {}).get("cpu", {}).get("labels") or {})
-        or any("no cpufreq" in str(n) for n in (m.telemetry or {}).get("devices", {}).get("cpu", {}).get("notes", []))
         for m in run.measurements)
     device = run.devices.get("cpu")
     mhz = device.properties.get("running_clock_mhz") if device is not None else None

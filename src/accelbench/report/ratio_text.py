@@ -78,17 +78,23 @@ def _straddle(ratio: Any) -> str:
         f"between {signed(ratio.low)} and {signed(ratio.high)}"
 
 
+# what a speed-up said in words is (Said.kind): what the cells and sentences built on it read
+FIGURE, AT_LEAST, SAME, UNMEASURABLE, NO_CLEAR_DIFFERENCE = "figure", "at_least", "same", "unmeasurable", "no_clear"
+UNDECIDED_CONTAMINATED, UNDECIDED_LOAD = "undecided_contaminated", "undecided_load"
+
+
 @dataclass(frozen=True)
 class Said:
     """A speed-up in words: `head` (the figure or the verdict), `detail` (its interval, or why none),
-    both free of any ratio below 1."""
+    both free of any ratio below 1; `kind` says which (FIGURE: `detail` is its interval)."""
 
     head: str
     detail: str
     measurable: bool
+    kind: str
 
     def line(self) -> str:
-        return f"{self.head} {self.detail}".strip() if self.detail.startswith("[") else \
+        return f"{self.head} {self.detail}".strip() if self.kind == FIGURE else \
             (f"{self.head} ({self.detail})" if self.detail else self.head)
 
 
@@ -96,20 +102,21 @@ def said(ratio: Any) -> Said:
     o, wide = oriented(ratio), not measurable(ratio)
     rough = f"≈{signed(ratio.ratio)}"
     if o.word == "contaminated":
-        return Said("not decided", f"{rough}, contaminated: the paired rounds disagree with the medians", not wide)
+        return Said("not decided", f"{rough}, contaminated: the paired rounds disagree with the medians", not wide,
+                    UNDECIDED_CONTAMINATED)
     if getattr(ratio, "withheld", False):  # an unpaired ratio a side's load could have made (runner/load_bias.py)
-        return Said("not decided", f"{rough}, a side slowed by load", not wide)
+        return Said("not decided", f"{rough}, a side slowed by load", not wide, UNDECIDED_LOAD)
     if o.directed:
         if wide:  # the direction is sure, the size is not: say the bound it is sure of
             return Said(f"at least {number(o.low)}× {o.word}",
                         f"not measurable more closely here: its interval, {number(o.low)}–{number(o.high)}×, "
-                        f"spans {span(ratio):.1f}-fold; {HELP}", False)
-        return Said(f"{number(o.value)}× {o.word}", f"[{number(o.low)}–{number(o.high)}]", True)
+                        f"spans {span(ratio):.1f}-fold; {HELP}", False, AT_LEAST)
+        return Said(f"{number(o.value)}× {o.word}", f"[{number(o.low)}–{number(o.high)}]", True, FIGURE)
     if o.word == "same":
-        return Said("same speed", f"within ±{_within(ratio):.0%}", True)
+        return Said("same speed", f"within ±{_within(ratio):.0%}", True, SAME)
     if wide:
-        return Said("not measurable here", f"its interval spans {_fold(ratio)}; {HELP}", False)
-    return Said("no clear difference", _straddle(ratio), True)
+        return Said("not measurable here", f"its interval spans {_fold(ratio)}; {HELP}", False, UNMEASURABLE)
+    return Said("no clear difference", _straddle(ratio), True, NO_CLEAR_DIFFERENCE)
 
 
 def _fold(ratio: Any) -> str:
@@ -129,15 +136,20 @@ def cell(ratio: Any) -> tuple[str, str]:
     s, o = said(ratio), oriented(ratio)
     if s.measurable and o.directed:
         return s.head, s.detail
-    if s.head.startswith("at least"):
+    if s.kind == AT_LEAST:
         return f"≥{number(o.low)}× {o.word}", f"spread {_fold(ratio)}"
-    if s.head == "not measurable here":
+    if s.kind == UNMEASURABLE:
         return "not measurable", f"spread {_fold(ratio)}"
-    if s.head == "not decided":
-        return "not decided", s.detail.split(",")[0] + (", load" if "load" in s.detail else ", contaminated")
-    if s.head == "no clear difference":
+    if s.kind in (UNDECIDED_LOAD, UNDECIDED_CONTAMINATED):
+        return "not decided", f"≈{signed(ratio.ratio)}" + (", load" if s.kind == UNDECIDED_LOAD else ", contaminated")
+    if s.kind == NO_CLEAR_DIFFERENCE:
         return "no clear diff.", f"within ±{_within(ratio):.0%}"
     return s.head, s.detail
+
+
+def cell_is_figure(ratio: Any) -> bool:
+    """Whether cell(ratio) is a figure over its interval (not a verdict or a reason)."""
+    return said(ratio).measurable and oriented(ratio).directed
 
 
 def _within(ratio: Any) -> float:
@@ -167,12 +179,12 @@ def compared(ratio: Any, who: str, whom: str) -> str:
     [2.10–3.30] than float64', 'float32 runs at the speed of float64 (within ±2%)', 'float32 and
     float64 cannot be told apart (between …)', 'float32 against float64: not measurable here (…)'."""
     s = said(ratio)
-    if s.head in ("not decided", "not measurable here"):
+    if s.kind in (UNDECIDED_LOAD, UNDECIDED_CONTAMINATED, UNMEASURABLE):
         return f"{who} against {whom}: {s.line()}"
-    if s.head == "same speed":
+    if s.kind == SAME:
         return f"{who} runs at the speed of {whom} ({s.detail})"
-    if s.head == "no clear difference":
+    if s.kind == NO_CLEAR_DIFFERENCE:
         return f"{who} and {whom} cannot be told apart ({s.detail})"
-    if s.detail.startswith("["):
+    if s.kind == FIGURE:
         return f"{who} is {s.head} {s.detail} than {whom}"
     return f"{who} is {s.head} than {whom} ({s.detail})"

@@ -20,10 +20,10 @@ WORDS = {"faster": "faster than", "slower": "slower than", "same": "as fast as",
 
 def against(ratio: Any, whom: str) -> str:
     """'slower than all CPU cores', 'no clear difference from one core', 'not measurable against …'."""
-    s = ratio_text.said(ratio)
-    if s.head == "not decided":
+    kind = ratio_text.said(ratio).kind
+    if kind in (ratio_text.UNDECIDED_LOAD, ratio_text.UNDECIDED_CONTAMINATED):
         return f"not decided against {whom}"
-    if s.head == "not measurable here":
+    if kind == ratio_text.UNMEASURABLE:
         return f"not measurable against {whom}"
     return f"{WORDS.get(ratio.verdict(), 'no clear difference from')} {whom}"
 
@@ -147,4 +147,4 @@ def _cell(ratio: Any) -> str:
     colour = {"faster": "green", "slower": "red"}.get(ratio_text.oriented(ratio).word, "")
     shown = f"[{colour}]{escape(head)}[/]" if colour and ratio_text.measurable(ratio) else escape(head)
     basis = f" {ratio.pairs}p" if getattr(ratio, "paired", False) else " †"
-    return f"{shown}\n{escape(detail)}{basis if detail.startswith('[') else ''}"
+    return f"{shown}\n{escape(detail)}{basis if ratio_text.cell_is_figure(ratio) else ''}"

@@ -22,7 +22,7 @@ from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.plan import Plan, PlanItem
 from accelbench.runner.plausibility import judge_rate
 from accelbench.runner.sinks import ResultSink
-from accelbench.runner.sync_check import UNTESTED, probe_backend
+from accelbench.runner.sync_check import probe_backend
 from accelbench.timing import all_cores_probe, contention, quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
 from accelbench.timing.clock import Clock, PerfCounterClock
@@ -109,7 +109,7 @@ def measure_item(item: PlanItem, backend: Backend, rigor: Rigor, seed: int, cloc
     probe = trust.sync_probe(backend, spec.device, clock)  # before the workload takes memory
     if probe is not None and not probe.ok:
         return refused(item, workload, probe)
-    sync = [VerdictReason(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and probe.detail.startswith(UNTESTED) else []
+    sync = [VerdictReason(VALID, probe.detail, SYNC_UNTESTED)] if probe is not None and not probe.tested else []
     prepared = workload.prepare(backend, spec.device, item.params, seed)
     try:
         on_host = spec.device == "cpu" or bool(getattr(trust.devices.get(spec.device), "on_host_cpu", False))

@@ -40,8 +40,9 @@ from accelbench.runner.block_audit import BlockAudit, block_audit_for
 from accelbench.runner.sinks import SpeedupSink
 from accelbench.runner.pairing_parts import group_params, instance_key, parts
 from accelbench.runner import answer_scope
-from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, CROSS_TALK, END_TO_END, MIN_PAIRS, REPAIRED,
-                                        Speedups, Wanted, scattered_rounds, wanted_speedups)
+from accelbench.runner.speedups import (CPU_ALL_CORES, CPU_ONE_THREAD, CROSS_TALK, CROSS_TALK_KIND, END_TO_END,
+                                        MIN_PAIRS, REPAIRED, REPAIRED_KIND, Speedups, Wanted, scattered_rounds,
+                                        wanted_speedups)
 from accelbench.runner.cpu_baseline import framework_is_cpu_baseline
 from accelbench.timing import quiesce, stats
 from accelbench.timing.checkpoint import TimedOut, checkpoint
@@ -219,7 +220,8 @@ def paired_once_more_if_contaminated(items: Sequence[Wanted], backends: Mapping[
         return first
     second = pair_group(items, backends, rigor, seed=seed, clock=clock)
     note = f"{REPAIRED} the first rounds {reasons[0]}"
-    return [dataclasses.replace(p, note=p.note or note) if p.baseline_s else p for p in second]
+    return [p if not p.baseline_s or p.note else dataclasses.replace(p, note=note, note_kind=REPAIRED_KIND)
+            for p in second]
 
 
 def rounds_within(round_s: float, budget_s: float, rigor: Rigor) -> int:
@@ -284,7 +286,8 @@ def _pair_part(items: Sequence[Wanted], prepared: _Prepared, rigor: Rigor, *,
                          if notes[key])
         found.append(PairedSamples(w.kind, w.baseline.spec, w.baseline_phase, w.candidate.spec,
                                    w.candidate_phase, tuple(times[keys[0]]), tuple(times[keys[1]]),
-                                   note=f"{CROSS_TALK} {note}" if note else ""))
+                                   note=f"{CROSS_TALK} {note}" if note else "",
+                                   note_kind=CROSS_TALK_KIND if note else ""))
     return found
 
 

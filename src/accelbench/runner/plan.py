@@ -150,7 +150,8 @@ def _targets(backends: Listed, devices: list[str] | None) -> list[tuple[str, str
     missing = [d for d in devices if d not in known]
     if missing:
         raise UsageError(f"--device: {', '.join(map(repr, missing))} not reachable by any available backend; "
-                         f"accepted here: {', '.join(known) or 'none'} (see `accelbench list`)")
+                         f"accepted here: {', '.join(known) or 'none'} (see `accelbench list`)",
+                         refused_devices=tuple(missing))
     return [(name, device) for name, device in reachable if device in devices]
 
 

@@ -34,6 +34,8 @@ KINDS = (CPU_ALL_CORES, CPU_ONE_THREAD, END_TO_END, VS_FLOAT32)
 
 CROSS_TALK = "cross-talk:"  # runner/pairing.py notes a speed-up timed beside busy threads of ours so
 REPAIRED = "paired twice:"  # ... and one whose first rounds came out contaminated or scattered
+# ... and says which of the two it is as a value (PairedSamples.note_kind): what the ratio reads
+CROSS_TALK_KIND, REPAIRED_KIND = "cross_talk", "paired_twice"
 PAIRED_METHOD = "median of paired ratios from interleaved rounds (balanced order), order-statistic 95% CI"
 UNPAIRED_NOTE = "unpaired: ratio of two medians measured apart"
 MIN_PAIRS = 6  # fewer paired ratios give no 95% interval for their median
@@ -137,11 +139,11 @@ def checked_paired_ci(w: Wanted, paired: PairedSamples, medians: stats.RatioCI) 
     loose = medians if not stands and w.baseline.valid and w.candidate.valid else None
     sides = ((w.baseline.spec.label(), paired.baseline_s, w.baseline.phases_s[w.baseline_phase]),
              (w.candidate.spec.label(), paired.candidate_s, w.candidate.phases_s[w.candidate_phase]))
-    reason = paired.note if paired.note.startswith(CROSS_TALK) else paired_check.contamination(
+    reason = paired.note if paired.note_kind == CROSS_TALK_KIND else paired_check.contamination(
         ratio, reference, *sides, loose=loose)
     if reason:
         return dataclasses.replace(ratio, contaminated=reason)
-    if paired.note.startswith(REPAIRED):
+    if paired.note_kind == REPAIRED_KIND:
         ratio = dataclasses.replace(ratio, note="; ".join(filter(None, (paired.note, ratio.note))))
     if reference is None:
         return ratio

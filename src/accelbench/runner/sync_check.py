@@ -30,4 +30,5 @@ def probe_backend(backend: Backend, device: str, clock: Clock | None = None) -> 
             found = probe(lambda: backend.matmul(a, a), lambda: backend.synchronize(device), backend.to_host, clock)
         return found
     except Exception as error:  # noqa: BLE001 - a backend without matmul (or a broken one) is untested
-        return SyncProbe(True, f"{UNTESTED}: its matrix product could not run ({type(error).__name__}: {error})")
+        return SyncProbe(True, f"{UNTESTED}: its matrix product could not run ({type(error).__name__}: {error})",
+                         tested=False)

@@ -22,6 +22,7 @@ Current layout (version 6):
              note)                                                     # v4
     (v5: results.workload_version)
     (v6: results.role)
+    (v7: speedups.note_kind)
 
 Times are ISO 8601 UTC text; JSON columns hold text written by json.dumps. `max_rel_error` is NULL
 when the error was NaN (SQLite stores NaN as NULL), so a failed check keeps its meaning.
@@ -162,9 +163,15 @@ _V4_TO_V5 = ("ALTER TABLE results ADD COLUMN workload_version TEXT",)
 # result read where that workload is not installed keeps it; NULL: declared none, or stored before
 _V5_TO_V6 = ("ALTER TABLE results ADD COLUMN role TEXT",)
 
+# v7: what a paired speed-up's note reports, as a value (runner/speedups.py CROSS_TALK_KIND, REPAIRED_KIND), so no
+# reader decides from its words; the notes stored before say it by their opening words, read here once
+_V6_TO_V7 = ("ALTER TABLE speedups ADD COLUMN note_kind TEXT NOT NULL DEFAULT ''",
+             "UPDATE speedups SET note_kind = 'cross_talk' WHERE note LIKE 'cross-talk:%'",
+             "UPDATE speedups SET note_kind = 'paired_twice' WHERE note LIKE 'paired twice:%'")
+
 # version -> statements that take a database from version - 1 to version
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V1_TO_V2, 3: _V2_TO_V3, 4: _V3_TO_V4, 5: _V4_TO_V5,
-                                          6: _V5_TO_V6}
+                                          6: _V5_TO_V6, 7: _V6_TO_V7}
 CURRENT_VERSION = max(MIGRATIONS)
 
 

@@ -47,10 +47,11 @@ class SpeedupStore:
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO speedups (run_id, kind, baseline_result, baseline_phase, candidate_result, "
-                "candidate_phase, baseline_s_json, candidate_s_json, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "candidate_phase, baseline_s_json, candidate_s_json, note, note_kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, paired.kind, ids[0], paired.baseline_phase, ids[1], paired.candidate_phase,
                  dumps([float(x) for x in paired.baseline_s]), dumps([float(x) for x in paired.candidate_s]),
-                 str(paired.note)))
+                 str(paired.note), str(paired.note_kind)))
             return int(cursor.lastrowid or 0)
 
     @_reported
@@ -91,7 +92,7 @@ def _paired_from_row(row: sqlite3.Row) -> PairedSamples:
         candidate=spec_from_row(_as_row(row, "b_")), candidate_phase=row["candidate_phase"],
         baseline_s=tuple(float(x) for x in loads_samples(row["baseline_s_json"])),
         candidate_s=tuple(float(x) for x in loads_samples(row["candidate_s_json"])),
-        note=row["note"])
+        note=row["note"], note_kind=row["note_kind"])
 
 
 def _as_row(row: sqlite3.Row, prefix: str) -> sqlite3.Row:

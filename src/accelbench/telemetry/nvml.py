@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from accelbench.devices.nvml_adapter import NvmlError
+from accelbench.devices.nvml_adapter import NOT_OFFERED, NvmlError
 from accelbench.telemetry import nvml_calls
 from accelbench.telemetry.energy import rate_w, time_refresh
 from accelbench.telemetry.model import (
@@ -48,7 +48,7 @@ DEFAULT_ENERGY_UPDATE_S = 0.1
 BUFFER_STALE_S = 1.0
 CALIBRATE_S = 0.25
 POWER_ACCURACY = 0.05  # NVML documents power readings as accurate to ±5% of the draw
-_QUIET = ("not_supported", "function_not_found")
+_QUIET = NOT_OFFERED
 
 
 def throttle_names(mask: int) -> list[str]:

@@ -36,6 +36,7 @@ class SyncProbe:
     detail: str
     with_sync_s: float = 0.0   # per launch
     true_s: float = 0.0        # per launch, from the output read back
+    tested: bool = True        # False: the probe could not run (ok then claims nothing)
 
 
 def probe(launch: Callable[[], Any], synchronize: Callable[[], object], read_back: Callable[[Any], object],

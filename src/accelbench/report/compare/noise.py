@@ -99,6 +99,7 @@ class NoiseBand:
     # how the all-cores probe beside the spec moved from A to B (log, time A / time B), where both runs
     # took one (_with_machine; compare/common_shift.py reads it)
     probe_shift_log: float | None = None
+    raised_for_short_call: bool = False  # _with_short_call_floor raised it (its detail says by how much)
 
     def clears(self, ci: stats.RatioCI) -> bool:
         """The whole interval lies outside the band: a change larger than identical runs show."""
@@ -167,7 +168,7 @@ def _with_short_call_floor(band: NoiseBand, call_s: float) -> NoiseBand:
     floor = short_call_floor(call_s)
     if floor <= band.fraction:
         return band
-    return dataclasses.replace(band, fraction=floor, detail=(
+    return dataclasses.replace(band, fraction=floor, raised_for_short_call=True, detail=(
         f"{band.detail}; raised to ±{floor:.0%} for a call of {format_seconds(call_s)} (calls under "
         f"{format_seconds(SHORT_CALL_S)} move more between runs than a pair or a short history shows; "
         f"{HISTORY_REPLACES_FLOOR} runs of history replace this)"))
@@ -293,7 +294,7 @@ def summary(bands_used: list[NoiseBand]) -> dict:
                      "specs per group, robust median and MAD)")
     if by_source["floor"]:
         parts.append(f"{len(by_source['floor'])} at the floor (too few specs to estimate)")
-    widened = sum("for a call of" in b.detail for b in bands_used)
+    widened = sum(b.raised_for_short_call for b in bands_used)
     if widened:
         parts.append(f"{widened} widened for calls under {format_seconds(SHORT_CALL_S)} ({HISTORY_REPLACES_FLOOR} runs of history replace that)")
     floors = f"floor ±{PAIR_FLOOR:.0%} (±{HISTORY_FLOOR:.0%} where history proves less)"

@@ -57,7 +57,7 @@ class Conditions:
         verdict = "FAILED " + ", ".join(failed) if failed else "passed"
         detail = f"{self.what}: {verdict}; " + "; ".join(parts)
         return Check(passed=not failed, max_rel_error=worst[1], tolerance=worst[2], detail=detail,
-                     device_seen=device_seen)
+                     device_seen=device_seen, failed_conditions=tuple(failed))
 
 
 def _severity(item: tuple[str, float, float, str]) -> float:

@@ -105,10 +105,9 @@ def audited_draws(prepared: Prepared, distance: Callable[[Any], float], what: st
         for output in outputs:
             check, away = judge(output), distance(output)
             spread.add(away)
-            if not check.passed and away <= SINGLE_LIMIT_SE and ": FAILED price;" in check.detail \
-                    and "ran on" not in check.detail:
+            if not check.passed and away <= SINGLE_LIMIT_SE and check.failed_conditions == ("price",):
                 # past one call's limit, not past many calls' (the spread decides on all of them)
-                check = dataclasses.replace(check, passed=True, detail=check.detail.replace(
+                check = dataclasses.replace(check, passed=True, failed_conditions=(), detail=check.detail.replace(
                     "FAILED price", f"passed within {SINGLE_LIMIT_SE:g} SE of {len(spread.distances)} estimates"))
             checks.append(check)
         failed = [c for c in checks if not c.passed]
