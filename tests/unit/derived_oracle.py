@@ -419,7 +419,7 @@ def speedup(run: StoredRun, baseline: Result, baseline_phase: str, candidate: Re
     allowed = math.hypot(log_half_width(low, high), log_half_width(m_low, m_high)) + math.log1p(SLACK)
     distance = abs(math.log(ratio) - math.log(medians_ratio))
     return Figure(ratio, low, high, True, len(ratios), medians_ratio, m_low, m_high,
-                  cross_talk=rounds.note.startswith("cross-talk:"), order_gap=gap, order_p=p,
+                  cross_talk=rounds.note_kind == "cross_talk", order_gap=gap, order_p=p,
                   disagreement=distance / allowed if math.isfinite(allowed) else 0.0,
                   both_valid=baseline.verdict == "valid" and candidate.verdict == "valid",
                   any_noisy="noisy" in (baseline.verdict, candidate.verdict),

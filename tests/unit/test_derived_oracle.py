@@ -141,9 +141,9 @@ def _paired(ms) -> list[PairedSamples]:
     """The stored rounds: honest ones, and each way a paired figure is contaminated or not paired."""
     found = []
 
-    def pair(kind, baseline, candidate, phase="compute", note="", count=12, **planted):
+    def pair(kind, baseline, candidate, phase="compute", note="", count=12, note_kind="", **planted):
         b, c = _rounds(_median(baseline), _median(candidate, phase), count, **planted)
-        found.append(PairedSamples(kind, baseline.spec, "compute", candidate.spec, phase, b, c, note))
+        found.append(PairedSamples(kind, baseline.spec, "compute", candidate.spec, phase, b, c, note, note_kind))
 
     for n in BREAK_EVEN_SIZES:
         every, one, gpu = _find(ms, "numpy", n, 2), _find(ms, "numpy", n, 1), _find(ms, "torch", n)
@@ -164,7 +164,8 @@ def _paired(ms) -> list[PairedSamples]:
             pair("cpu_all_cores", every, gpu)
         if n == 1000:
             pair("cpu_one_thread", one, gpu, note="cross-talk: matmul [torch@cuda:0] n=1000: 1 of its blocks "
-                                                  "started while 1 other thread(s) of ours still ran")
+                                                  "started while 1 other thread(s) of ours still ran",
+                 note_kind="cross_talk")
         elif n == 2500:
             pair("cpu_one_thread", one, gpu, candidate_scale=1.5)  # the rounds disagree with the medians
         # n=3000 against one core: no rounds stored at all (unpaired)
