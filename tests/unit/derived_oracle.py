@@ -207,6 +207,7 @@ class Rounds:
     baseline_s: list[float]
     candidate_s: list[float]
     note: str
+    note_kind: str   # what the note reports (schema v7): cross_talk, paired_twice or ""
 
 
 @dataclass
@@ -237,7 +238,7 @@ def read_run(db: str | Path, run_id: str | None = None) -> StoredRun:
                    for row in conn.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,))]
         rounds = [Rounds(row["kind"], row["baseline_result"], row["baseline_phase"], row["candidate_result"],
                          row["candidate_phase"], json.loads(row["baseline_s_json"]), json.loads(row["candidate_s_json"]),
-                         row["note"])
+                         row["note"], row["note_kind"])
                   for row in conn.execute("SELECT * FROM speedups WHERE run_id = ? ORDER BY id", (run_id,))]
         machine = conn.execute("SELECT inventory_json FROM machines WHERE run_id = ?", (run_id,)).fetchone()
         inventory = json.loads(machine[0]) if machine else {}
