@@ -196,7 +196,8 @@ def _check_known(devices: list[str] | None, available: list[str] | None, origin:
     unknown = [d for d in devices if d not in available]
     if unknown:
         raise UsageError(f"{origin}: unknown device {', '.join(map(repr, unknown))}; accepted: "
-                         f"{', '.join(available) or 'none found'} (as `accelbench info` lists them), or all")
+                         f"{', '.join(available) or 'none found'} (as `accelbench info` lists them), or all",
+                         refused_devices=tuple(unknown))
 
 
 def choose_devices(cli_value: str | Iterable[str] | None, environ: Mapping[str, str] | None = None,

@@ -29,3 +29,20 @@ def test_wrong_device_reads_where_the_output_lived_not_the_words():
     assert wrong_device(run_data([reworded]).rows)
     lookalike = _with_check(Check(False, 1.0, 1e-3, "ran on cpu, asked for cuda:0 (only words)", device_seen="cuda:0"))
     assert not wrong_device(run_data([lookalike]).rows)
+
+
+def test_every_refusal_of_a_device_id_carries_the_ids_it_refused():
+    """`accelbench run` adds the inventory's reason for each refused device (`--device cuda:0` with a
+    CPU-only torch) from UsageError.refused_devices, so every place that refuses device ids sets it."""
+    import pytest
+
+    from accelbench.backends.numpy_backend import NumpyBackend
+    from accelbench.errors import UsageError
+    from accelbench.settings import choose_devices
+
+    with pytest.raises(UsageError) as chosen:
+        choose_devices("cuda:0,cpu", environ={}, available_ids=["cpu"])
+    assert chosen.value.refused_devices == ("cuda:0",)
+    with pytest.raises(UsageError) as numpy_refused:
+        NumpyBackend().empty((2,), "float32", "cuda:1")
+    assert numpy_refused.value.refused_devices == ("cuda:1",)

@@ -81,7 +81,8 @@ def _check_known(devices: list[str] | None) -> None:
     unknown = [d for d in devices if d not in known]
     if unknown:
         raise UsageError(f"--device: unknown device {', '.join(map(repr, unknown))}; accepted: "
-                         f"{', '.join(known) or 'none found'} (as `accelbench info` lists them), or all")
+                         f"{', '.join(known) or 'none found'} (as `accelbench info` lists them), or all",
+                         refused_devices=tuple(unknown))
 
 
 def _loop(args, sampler, output) -> bool:

@@ -39,8 +39,9 @@ def run(args) -> int:
         chosen = _parse_answer(args.device, ids)
         if chosen is False:
             from accelbench.errors import UsageError
+            refused = tuple(i.strip() for i in args.device.split(",") if i.strip() and i.strip() not in ids)
             raise UsageError(f"--device: unknown device {_unknown(args.device, ids)}; accepted: "
-                             f"{', '.join(ids)}, or all")
+                             f"{', '.join(ids)}, or all", refused_devices=refused)
     else:
         _list_devices(devices, path)
         chosen = _ask_devices(ids, _current(path))
