@@ -76,11 +76,6 @@ def _read_entry_points(group: str) -> tuple[tuple[str, str], ...]:
 entry_point_targets.cache_clear = _read_entry_points.cache_clear  # type: ignore[attr-defined]
 
 
-def entry_points_read(group: str) -> tuple[tuple[str, str], ...]:
-    """The entry points of `group` as last read: a new object once their cache is cleared."""
-    return _read_entry_points(group)
-
-
 def plugin_targets(group: str, builtins: dict[str, str]) -> dict[str, str]:
     """name -> target for one kind: the built-ins in their own order, then others by name.
 

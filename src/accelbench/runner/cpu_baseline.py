@@ -21,12 +21,10 @@ def baseline_key(m: Measurement) -> tuple:
 
 def framework_is_cpu_baseline(workload: str) -> bool:
     """Whether `workload` declares the candidate's own framework on the CPU as its baseline."""
-    from accelbench.workloads.registry import declared_workload
+    from accelbench.workloads.registry import workload_declaration
 
-    try:
-        return declared_workload(workload).cpu_baseline == FRAMEWORK
-    except Exception:  # noqa: BLE001 - a stored run's workload may not be installed here: numpy, as before
-        return False
+    # a stored run's workload may not be installed here (None): numpy, as before
+    return workload_declaration(workload, "cpu_baseline") == FRAMEWORK
 
 
 def is_baseline_measurement(m: Measurement) -> bool:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.plugins import WORKLOADS_GROUP, contract_problem, entry_points_read, import_target, is_builtin, load_target, plugin_targets, builtin_targets
+from accelbench.plugins import WORKLOADS_GROUP, contract_problem, import_target, is_builtin, load_target, plugin_targets, builtin_targets
 from accelbench.results import Measurement
 from accelbench.vocabulary import Role
 from accelbench.workloads.base import Workload
@@ -60,18 +61,25 @@ def builtin_workload_class(name: str) -> type[Workload] | None:
         return None
 
 
-def workload_role(name: str) -> Role | None:
-    """The role `name` declares (Workload.role), built-in, third party's or registered alike; None
-    where it declares none or is not installed here (a stored run's workload): never raises."""
+def workload_declaration(name: str, attribute: str) -> Any:
+    """What `name` declares as `attribute` (a class attribute of Workload: role, cpu_baseline ...),
+    built-in, third party's or registered alike, read from its class: no instance is made (a report
+    asks once per result or more). None where it is not installed here (a stored run's workload)."""
     if name in _INSTANCES:
-        return _INSTANCES[name].role
+        return getattr(_INSTANCES[name], attribute, None)
     target = _targets().get(name)
     if target is None:
         return None
     try:
-        return _complete(name, repr(target), load_target(target)).role
+        return getattr(_complete(name, repr(target), load_target(target)), attribute, None)
     except Exception:  # noqa: BLE001 - a broken or missing plugin has no declaration to read
         return None
+
+
+def workload_role(name: str) -> Role | None:
+    """The role `name` declares (Workload.role); None where it declares none or is not installed
+    here: never raises."""
+    return workload_declaration(name, "role")
 
 
 def role_of(m: Measurement) -> Role | None:
@@ -116,23 +124,6 @@ def _complete(name: str, target: str, cls: object) -> type[Workload]:
 # classes found to keep the contract: a report asks for a workload once per result (42,000 times
 # over 10,000 results), and the contract cannot change for a class already loaded
 _KEPT_CONTRACT: set[type] = set()
-
-
-def declared_workload(name: str) -> Workload:
-    """An instance of `name` to read its declarations from (cpu_baseline, role ...), made once per
-    name and module: a report asks for them once per result or more (63,000 times over 10,000
-    results, 1.7 s of making instances). Never prepared or timed: get_workload gives those."""
-    if name in _INSTANCES:
-        return _INSTANCES[name]
-    # the entry points read (a new tuple once their cache is cleared) and the built-ins decide the class
-    read, builtins = entry_points_read(WORKLOADS_GROUP), dict(BUILTIN_WORKLOADS)
-    kept = _DECLARED.get(name)
-    if kept is None or kept[0][0] is not read or kept[0][1] != builtins:
-        kept = _DECLARED[name] = ((read, builtins), get_workload(name))
-    return kept[1]
-
-
-_DECLARED: dict[str, tuple[tuple, Workload]] = {}
 
 
 def get_workload(name: str) -> Workload:
